@@ -30,8 +30,8 @@ floors* means every module of ``arithmech/`` outside the library floors ``core/`
   (``result``: calls of ``ensure(...)`` above the floors outside ``pipeline/ensure.py``, of a wing's ``result.read``
   imported by name or through its ``result`` module, and of a Result class's own readers imported from a wing's
   ``result`` module: ``<Class>.read`` / ``.load`` / ``.made`` / ``.of``, and the construction of a config-free
-  reader, a class named ``*Files``), the deciders' ``claims.evidence.Context`` (``context``: its constructions
-  outside ``claims/evidence.py``, where ``Context`` reads files itself: a call of ``claims/evidence.py`` that is a
+  reader, a class named ``*Files``), the deciders' ``claims.evidence.Context`` (``context``: its constructions,
+  ``Context(folder)`` and ``Context.of(result)``, outside ``claims/evidence.py``, where ``Context`` reads files itself: a call of ``claims/evidence.py`` that is a
   direct read, below, and not one of those Result readers; a ``Context`` that reads only through the steps' Results
   is a view over them, and its constructions count as ``result``), and direct reads (``direct``, below);
 * ``folder_functions``: the functions above the floors with a parameter named ``folder``, ``out``, ``path`` or
@@ -386,7 +386,7 @@ def wings(trees: dict[str, ast.Module]) -> dict:  # noqa: C901 (one walk, one br
                 if _above_floors(rel) and rel != "arithmech/pipeline/ensure.py" and (name == "ensure"
                                                                                       or called in readers):
                     ways["result"].append(f"{where} {called}")
-                if name == "Context" and rel != EVIDENCE:
+                if (name == "Context" or called == "Context.of()") and rel != EVIDENCE:  # a view built
                     ways["context"].append(where)
     if not own:  # Context reads only through the steps' Results: a view over them, the Result way
         ways["result"] += [f"{w} Context() (over the step Results)" for w in ways["context"]]

@@ -58,7 +58,7 @@ def build(model: str, device: str, seed: int, heads: list[tuple[int, int]] | Non
     from arithmech.core.models import load_model
     from arithmech.core.results import model_folder
     from arithmech.finetune.data import tokenize_pairs, train_pairs
-    from arithmech.finetune.heads import read_ranking
+    from arithmech.identify.result import read_ranking
     torch.manual_seed(seed)
     if model.startswith("random-"):
         from transformers import LlamaConfig, LlamaForCausalLM

@@ -35,7 +35,7 @@ from arithmech.evals.suites import get_suite
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.paper import SFT
-from arithmech.finetune.heads import read_ranking
+from arithmech.identify.result import read_ranking
 mode, steps, results = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.manual_seed(0)
 net, tok, _ = load_model("smollm2-135m", attn_implementation="sdpa")

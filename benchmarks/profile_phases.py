@@ -133,7 +133,7 @@ def profile_table1(steps: int) -> dict:
     from arithmech.evals.suites import CLOZE_SETS, cpu_sizes, get_suite
     from arithmech.finetune import adapter, runner
     from arithmech.finetune.data import tokenize_pairs
-    from arithmech.finetune.heads import read_ranking
+    from arithmech.identify.result import read_ranking
     from arithmech.paper import SFT
 
     suite, sizes = get_suite("cpu"), cpu_sizes()

@@ -69,10 +69,10 @@ def embedded_tokenizer():
 def word_llama_fig8(embedded_tokenizer):
     """A random 5-layer GQA Llama over the embedded model's word-level tokenizer, plus 8 Fig. 8 samples:
     ``(model, tokenizer, samples)``."""
-    from arithmech.data import pairs as D
+    from arithmech.data import pairs
     tok = embedded_tokenizer
     model = make_tiny_llama(n_layers=5, vocab=len(tok), seed=3)
-    samples, _ = D.make_pairs(tok, "fig8", n=8, seed=0, draw=D.Draw("first", 0, 1))
+    samples, _ = pairs.make_pairs(tok, "fig8", n=8, seed=0, draw=pairs.Draw("first", 0, 1))
     return model, tok, samples
 
 

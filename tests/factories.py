@@ -47,9 +47,9 @@ def make_biased_gqa_llama(vocab: int, seed: int = 0):
 
 def prompt_pairs(tok, n: int, seed: int = 0):
     """``n`` Fig. 8/10 operator-counterfactual samples: ``(samples, clean, corrupt, answer_ids (n,))``."""
-    from arithmech.data import pairs as D
+    from arithmech.data import pairs
     from arithmech.data.batches import answer_ids
-    samples, _ = D.make_pairs(tok, "all", n=n, seed=seed, draw=D.Draw("first", 0, 1))
+    samples, _ = pairs.make_pairs(tok, "all", n=n, seed=seed, draw=pairs.Draw("first", 0, 1))
     return samples, [s.clean for s in samples], [s.corrupt for s in samples], answer_ids(tok, samples)
 
 

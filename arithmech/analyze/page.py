@@ -324,7 +324,7 @@ END_CLAIMS = ["attention-roles", "attention-reads-operator", "stages", "mlps-lat
 def end(r: Run, P: AnalyzeChapter) -> Any:
     """The chapter's findings (:func:`arithmech.report.views.pages.chapter_end`): the heads by role, the operand
     and operator comparisons against the non-key heads (each role apart), and the chapter's claims."""
-    c = claims(Context(r.res.folder), END_CLAIMS)
+    c = claims(Context.of(r.files), END_CLAIMS)
     against = lambda role: (
         f"{role.capitalize()} attention against the {int(r.files.baseline.n_nonkey.max())} non-key heads (first "
         f"position excluded, rule: above their 95th percentile by 2 se): {verdict_lines(r.files, role)[-1]}"

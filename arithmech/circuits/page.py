@@ -22,7 +22,6 @@ from arithmech.circuits.result import BeyondResult, FaithfulnessResult
 from arithmech.claims.decide import claims, rules_markdown
 from arithmech.claims.evidence import Context
 from arithmech.core.names import components
-from arithmech.core.results import model_folder
 from arithmech.identify.result import Ranking
 from arithmech.pipeline.ensure import ensure
 from arithmech.report.build.chapters import Beyond as BeyondChapter
@@ -126,13 +125,12 @@ def faith_tables(faith: list[FaithfulnessResult]) -> list:
     ]
 
 
-def faith_claims(faith: list[FaithfulnessResult], P: BeyondChapter) -> Any:
-    """The ``circuit-faithful`` verdict of each model, one bullet each."""
+def faith_claims(faith: list[FaithfulnessResult]) -> Any:
+    """The ``circuit-faithful`` verdict of each model, one bullet each, decided on the folder its Result was read
+    from."""
     return markdown(
         "\n".join(
-            f"* {f.model}: {line}"
-            for f in faith
-            for line in claim_lines(claims(Context(model_folder(P.results, f.model)), FAITHFUL), FAITHFUL)
+            f"* {f.model}: {line}" for f in faith for line in claim_lines(claims(Context.of(f), FAITHFUL), FAITHFUL)
         )
     )
 

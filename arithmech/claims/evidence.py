@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -23,6 +23,7 @@ from arithmech.core.safe_read import ResultsError
 from arithmech.core.stats import wilson_interval
 from arithmech.identify.result import IdentifyFiles, StabilityFiles
 from arithmech.methods.ablation.crossfit import pooled
+from arithmech.pipeline.ensure import folder_of
 from arithmech.steps.control import recomputed
 from arithmech.table1.confirmation import Confirmation
 from arithmech.table1.result import Table1Result
@@ -55,6 +56,15 @@ class Context:
         self.analyze_files = AnalyzeFiles(self.folder)
         self.faithfulness_files = FaithfulnessFiles(self.folder)
         self._cache: dict[Hashable, object] = {}
+
+    @classmethod
+    def of(cls, result: Any) -> Context:
+        """The deciders' view of the folder a step's Result was read from, so a page handed the Result names no path:
+        a Result that keeps its folder (``Table1Result``, a config-free ``*Files`` reader) gives it, a step's
+        ``Result`` the folder its config's run writes (:func:`arithmech.pipeline.ensure.folder_of`, where
+        :func:`~arithmech.pipeline.ensure.ensure` read it). A new view: each file is read on its first use."""
+        folder = getattr(result, "folder", None)
+        return cls(folder if folder is not None else folder_of(result.config))
 
     def memo(self, key: Hashable, compute):
         """``compute()`` once per ``key`` for this folder (tables derived from its files)."""

@@ -41,9 +41,10 @@ import zlib
 from collections import Counter
 
 from arithmech.data import templates
-from arithmech.data.answers import CORPUS_DIVISION, OPERANDS, answer_rule
+from arithmech.data.answers import CORPUS_DIVISION, answer_rule
 from arithmech.data.heldout import HELDOUT_TEMPLATES
 from arithmech.data.render import draw_values, render
+from arithmech.data.splits import single_digit
 
 OPERATIONS = ("addition", "subtraction", "multiplication", "division")
 SIDES = ("train", "val", "test")
@@ -68,10 +69,9 @@ def orders(c: Cluster) -> list[tuple[int, int]]:
 
 
 def universe() -> list[Cluster]:
-    """Every App. A problem cluster with an answer, by operation (158)."""
-    return [
-        (op, lo, hi) for op in OPERATIONS for lo in OPERANDS for hi in OPERANDS if lo <= hi and orders((op, lo, hi))
-    ]
+    """Every App. A problem cluster with an answer, by operation (158): each operation's single-digit clusters
+    (:func:`arithmech.data.splits.single_digit`, identify's split), in operand order."""
+    return [c for op in OPERATIONS for c in sorted(single_digit(op))]
 
 
 def sides(data_seed: int = 0) -> dict[str, list[Cluster]]:

@@ -34,16 +34,25 @@ EVAL_SHARE = 3  # one problem cluster in three is kept for evaluation (knockout,
 
 
 def cluster(s) -> tuple[str, int, int]:
-    """``(operation, smaller operand, larger operand)`` of a sample: the prompts that ask the same problem."""
-    return (s.op, min(s.a, s.b), max(s.a, s.b))
+    """``(operation, smaller operand, larger operand)`` of a sample: the prompts that ask the same problem
+    (:func:`problem_cluster` of its ``(op, a, b)``)."""
+    return problem_cluster((s.op, s.a, s.b))
+
+
+def problem_cluster(p: tuple[str, int, int]) -> tuple[str, int, int]:
+    """The cluster of a problem ``(operation, A, B)`` (a draw population's key, :func:`arithmech.data.floors.
+    population`): ``(operation, smaller operand, larger operand)``."""
+    op, a, b = p
+    return (op, min(a, b), max(a, b))
 
 
 def _hash(c: tuple[str, int, int]) -> int:
     return zlib.crc32(f"{c[0]}:{c[1]}:{c[2]}".encode())
 
 
-def _single_digit(op: str) -> list[tuple[str, int, int]]:
-    """The operation's single-digit problem clusters, in the order of :func:`_hash`."""
+def single_digit(op: str) -> list[tuple[str, int, int]]:
+    """The operation's single-digit problem clusters (every App. A problem with an answer: the planted model's
+    :func:`arithmech.data.planted_items.universe` too), in the order of :func:`_hash`."""
     pairs_ = (
         {(b, a) for a in OPERANDS for b in OPERANDS if a % b == 0}
         if op == "division"
@@ -52,8 +61,8 @@ def _single_digit(op: str) -> list[tuple[str, int, int]]:
     return sorted(((op, min(p), max(p)) for p in pairs_), key=_hash)
 
 
-_EVAL = {c for op in pairs.TASKS for c in _single_digit(op)[::EVAL_SHARE]}
-_UNIVERSE = {c for op in pairs.TASKS for c in _single_digit(op)}
+_EVAL = {c for op in pairs.TASKS for c in single_digit(op)[::EVAL_SHARE]}
+_UNIVERSE = {c for op in pairs.TASKS for c in single_digit(op)}
 
 
 def side(c: tuple[str, int, int]) -> str:

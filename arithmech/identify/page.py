@@ -93,7 +93,7 @@ class Run:
     """The chapter's run of identify (:func:`run`), what every cell of the page reads: the chapter's parameters ``P``,
     the loaded model ``net``, its tokenizer ``tok`` and geometry ``geo``, identify's in-memory result ``res`` (each
     task's kept samples, the timings unrounded), the files it wrote read back (``files``, identify's :class:`Result`)
-    and the folder they sit in (``out``: the claims still read it there)."""
+    and the folder they sit in (``out``, which :func:`header` names; the claims read the files through ``files``)."""
 
     P: IdentifyChapter
     net: Any
@@ -340,7 +340,7 @@ def fast_vs_reference(r: Run) -> str:
 
 def verdicts(r: Run) -> pd.DataFrame:
     """The chapter's claims decided on this run's files."""
-    return claims(Context(r.out), CLAIMS)
+    return claims(Context.of(r.files), CLAIMS)
 
 
 def claims_md(r: Run) -> Any:

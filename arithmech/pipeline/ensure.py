@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, overload
 from arithmech.analyze import config as analyze_config
 from arithmech.circuits import config as circuits_config
 from arithmech.core import results
-from arithmech.finetune.heads import read_ranking
 from arithmech.identify import config as identify_config
+from arithmech.identify.result import read_ranking
 from arithmech.pipeline.registry import step_of
 from arithmech.prompts import config as prompts_config
 
@@ -111,7 +111,7 @@ def ensure_ranking(
     device: str = "cpu",
     dtype: str = "float32",
 ) -> tuple[list[tuple[int, int]], list[int]]:
-    """identify's ranking of the model's folder under ``root`` (:func:`arithmech.finetune.heads.read_ranking`: heads
+    """identify's ranking of the model's folder under ``root`` (:func:`arithmech.identify.result.read_ranking`: heads
     and MLP layers, best first), running identify first (path patching only, ``n_samples`` pairs per task) where the
     folder has no ``key_heads.json``: a chapter recomputes what is missing."""
     folder = results.model_folder(root, model_name)

@@ -69,7 +69,7 @@ from collections.abc import Sequence
 from arithmech.core.stats import bonferroni_z, wilson_interval
 from arithmech.data.answers import MIN_CLUSTERS
 from arithmech.data.floors import population, problem_floor
-from arithmech.data.splits import cluster, side
+from arithmech.data.splits import cluster, problem_cluster, side
 from arithmech.identify.config import CONTROL_FLOOR
 
 VERSION = 7
@@ -146,11 +146,7 @@ def _drawable(samples: Sequence) -> set:
     that the draw of ``samples`` can give (the draw population's, weight above 0): the only clusters X_r can hold."""
     if not samples:
         return set()
-    return {
-        c
-        for c in {(p[0], min(p[1:]), max(p[1:])) for p, w in population(samples)[0].items() if w > 0}
-        if side(c) == "rank"
-    }
+    return {c for c in {problem_cluster(p) for p, w in population(samples)[0].items() if w > 0} if side(c) == "rank"}
 
 
 def floor_at(entry: dict, m: int) -> tuple[float, float, float]:

@@ -11,8 +11,9 @@ milliseconds.
 The files identify wrote are checked for shape, not trusted: ``key_heads.json`` must be an object with
 a ``task`` and a list of ``heads`` (``{"layer": int, "head": int, ...}``) inside the model, and
 ``effects.csv``, when the ranking extends beyond the key heads, must hold every head of the model
-exactly once for that task (a truncated file would otherwise let other heads be tuned silently). Those checks,
-the ``--heads`` syntax and the ranking's readers are in :mod:`arithmech.finetune.heads`.
+exactly once for that task (a truncated file would otherwise let other heads be tuned silently). Those checks and
+the ranking's reader are identify's Result's (:func:`arithmech.identify.result.read_ranking`); the ``--heads`` syntax
+is in :mod:`arithmech.finetune.heads`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from arithmech.evals.benchmarks import BENCHMARKS, TOY
 from arithmech.evals.measures import accuracy_measure
 from arithmech.finetune import adapter, runner
 from arithmech.finetune.data import tokenize_pairs, train_pairs
-from arithmech.finetune.heads import check_heads_in_model, model_geometry, parse_heads_arg, read_ranking
+from arithmech.finetune.heads import check_heads_in_model, model_geometry, parse_heads_arg
+from arithmech.identify.result import read_ranking
 from arithmech.steps.config_training import Finetune as Config
 
 TRAIN_SOURCES = ("embedded", "two-digit", "negative", "math")

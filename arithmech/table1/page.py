@@ -322,7 +322,7 @@ class Page:
         P = self.P
         ok, why = curves_of(self.toy).scope
         lines = (
-            claim_lines(claims(Context(self.folder)), TABLE1_CLAIMS)
+            claim_lines(claims(Context.of(self.toy)), TABLE1_CLAIMS)
             if ok
             else [f"The toy: every Table 1 rule reads **not testable** ({why.removeprefix('not testable: ')})."]
         )

@@ -67,10 +67,10 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from arithmech.core import results as results_io
 from arithmech.core.geometry import Geometry
 from arithmech.core.inputs import quoted
-from arithmech.finetune.heads import model_geometry, read_ranking
+from arithmech.finetune.heads import model_geometry
+from arithmech.identify.result import Ranking, read_ranking
 from arithmech.table1.result import Table1Result
 
 PRECISE = ("precise-key", "precise-share", "precise-random", "precise-random-any")
@@ -200,7 +200,7 @@ Head = tuple[int, int]
 
 def share_ranking(folder: str | Path, task: str) -> list[Head]:
     """Every head of ``task`` in ``effects.csv``, most negative ``share`` first (ties: layer, head)."""
-    df = results_io.read(folder, "effects.csv")
+    df = Ranking(folder).effects
     if "share" not in df.columns:
         raise ValueError(
             f"{quoted(Path(folder) / 'effects.csv')}: no share column (made before shares were measured), so "
@@ -313,7 +313,7 @@ def distinct_draws(arm: str, draws: int, tuned: Sequence[Head], free: Sequence[H
 def key_and_ranked(folder: str | Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """``(heads passing identify's threshold, every head ranked best first, heads the share rule names)``."""
     ranked, _ = read_ranking(folder)
-    kh = results_io.read(folder, "key_heads.json")
+    kh = Ranking(folder).key_heads
     passing = [(h["layer"], h["head"]) for h in kh["heads"]]
     by_share = [(h["layer"], h["head"]) for h in (kh.get("by_share") or {}).get("heads", [])]
     return passing, ranked, by_share
@@ -330,7 +330,7 @@ def plan_heads(folder: Path, model_name: str, top_k: int, draws: int) -> dict:
             f"--model {model_name}: its config.json cannot be read here, so the heads' key/value "
             "groups are unknown; use a local model folder"
         )
-    task = results_io.read(folder, "key_heads.json")["task"]
+    task = Ranking(folder).key_heads["task"]
     key = ranked[:top_k]
     share = share_heads(share_pass, share_ranking(folder, task), top_k)
     free = free_heads(geo, key + share + passing + share_pass)

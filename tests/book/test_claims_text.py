@@ -21,7 +21,7 @@ from arithmech.accounts import page as accounts_page
 from arithmech.accounts import result as accounts_result
 from arithmech.accounts.config import Chapter
 from arithmech.claims.evidence import Context
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.identify.result import Ranking
 from arithmech.report.build import execute, generate
 from arithmech.report.charts import pipeline
@@ -117,7 +117,7 @@ def test_chapter_findings_match_the_intro_claims_table(built_book):
     assert tables, "the introduction has no generated claims table: build the book (make book)"
     for p in sorted((root / execute.EXECUTED).glob("*.ipynb")):
         nb = json.loads(p.read_text())
-        page_model = R.folder_name(_model(nb) or "embedded")
+        page_model = results.folder_name(_model(nb) or "embedded")
         for section, m in _finding_lines(nb):
             model = section or page_model
             assert model in tables, f"{p.name} shows claims of {model}, which the introduction has no table for"
@@ -137,7 +137,7 @@ def test_intro_boxes_match_the_results_when_present(built_book):
     """Protects: for every model whose results folder exists (all after make book; on a clean clone the
     shipped SmolLM2 one), the introduction's box is exactly the claims table recomputed from it now."""
     root, _ = built_book
-    present = [(n, label) for n, label in MODELS if R.exists(root / "results" / n, "effects.csv")]
+    present = [(n, label) for n, label in MODELS if results.exists(root / "results" / n, "effects.csv")]
     if not present:
         pytest.skip("no results/ here")
     block = _findings(root).split("-->", 1)[1].strip()

@@ -68,11 +68,10 @@ def explorer_html(request, book_executed, tmp_path_factory) -> Path:
     (root / "book" / "intro.md").write_text("# Explorer only\n\nOne page of the book, built by its test.\n")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/explorer\n")
     from arithmech.core.models import load_model
-    from arithmech.identify import pipeline as IP
-    from arithmech.identify import run as I
+    from arithmech.identify import pipeline, run
     net, tok, _ = load_model("embedded")               # identify's files, small and quick (the chapter reads them)
-    res = IP.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
-    I.write_results(res, root / "results" / "embedded", model_name="embedded")
+    res = pipeline.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
+    run.write_results(res, root / "results" / "embedded", model_name="embedded")
     shutil.copytree(REPO / SHIPPED, root / SHIPPED)     # SmolLM2's identify files: shipped with the repository
     book.build(root, only="explorer", sets=["explorer.models=[embedded, smollm2-135m]", "explorer.n_prompts=48",
                                             "explorer.n_reference=32"])
@@ -179,20 +178,20 @@ def _views_page(tmp_path: Path) -> tuple[Path, int]:
     import vl_convert as vlc
 
     from arithmech.core.stats import wilson_interval
-    from arithmech.methods import explorer as X
+    from arithmech.methods import explorer
     from arithmech.report.build import offline
     from arithmech.report.charts import theme
-    from arithmech.report.views import explorer_views as V
+    from arithmech.report.views import explorer_views
     theme.use_theme()
     eff = pd.DataFrame([("all", l, str(h), -0.12 if (l, h) == (0, 0) else -0.04 + 0.002 * (4 * l + h))
                         for l in range(4) for h in range(4)], columns=["task", "layer", "head", "effect"])
     thresholds = [-0.1, -0.05, -0.02, -0.01]
-    heads = X.head_steps(eff.assign(effect_hi=eff.effect + 0.001), thresholds)
+    heads = explorer.head_steps(eff.assign(effect_hi=eff.effect + 0.001), thresholds)
     sets = [list(heads.name[heads.key_at <= s]) for s in range(len(thresholds))]
     steps = pd.DataFrame([(s, None if s < 0 else thresholds[s], [] if s < 0 else sets[s], 0 if s < 0 else len(sets[s]),
                            2, 3, 3, *wilson_interval(2, 3)) for s in range(-1, len(thresholds))],
                          columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"])
-    stored = X.attention_heads(heads, len(thresholds), 4)
+    stored = explorer.attention_heads(heads, len(thresholds), 4)
     data = {"prompts": pd.DataFrame({"id": [0, 1], "prompt": ["1 + 2 =", "3 - 1 ="], "op": ["addition"] * 2,
                                      "template": ["t"] * 2, "answer": ["3", "2"], "answer_token": ["last-digit"] * 2}),
             "tokens": pd.DataFrame([(f"{i}:{p}", i, p, f"t{p}", "other") for i in range(2) for p in range(4)],
@@ -204,7 +203,7 @@ def _views_page(tmp_path: Path) -> tuple[Path, int]:
                                       columns=["id", "name", "key_at", "scores"]),
             "mlp": pd.DataFrame([(i, ["3"] * 4, [0.5] * 4) for i in range(2)], columns=["id", "tokens", "cosines"]),
             "steps": steps}
-    spec = V.explorer_chart(data, heads, "hand-built").to_dict()
+    spec = explorer_views.explorer_chart(data, heads, "hand-built").to_dict()
     vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
     bundle = "(function () {\n" + vlc.javascript_bundle(vl_version=vl) + "\n})();\n"
     css = (REPO / "book" / "_static" / "arithmech.css").read_text()

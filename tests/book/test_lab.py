@@ -20,8 +20,7 @@ import pytest
 from browser import Browser, require_browser
 
 from arithmech.core.models import load_model
-from arithmech.identify import pipeline as IP
-from arithmech.identify import run as I
+from arithmech.identify import pipeline, run
 from arithmech.methods.explorer import top_next
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,8 +85,8 @@ def lab(tmp_path_factory):
         (root / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / f, root / f)
     net, tok, _ = load_model("embedded")
-    res = IP.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
-    I.write_results(res, root / "results" / "embedded", model_name="embedded")
+    res = pipeline.identify(net, tok, "all", n_samples=16, seed=0, knockout=False, transfer=False, prob=False)
+    run.write_results(res, root / "results" / "embedded", model_name="embedded")
     log = open(root / "lab.log", "w")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
            "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".runtime"),

@@ -23,7 +23,7 @@ from arithmech.methods.explorer import mean_ablation
 from arithmech.methods.mlp import layer_top_numbers
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache, path_patch_reference
-from arithmech.report.views import live_explorer as LE
+from arithmech.report.views import live_explorer
 
 pytestmark = pytest.mark.slow
 TOL = 1e-4                    # the required bound on |page - PyTorch|, logits and effects
@@ -56,13 +56,13 @@ def model():
 def means(model):
     """identify's END means from a small pool (identify's recorded parameters, as ``run.json`` holds them)."""
     net, tok = model
-    return LE.identify_end_means(net, tok, PARAMS)[0]
+    return live_explorer.identify_end_means(net, tok, PARAMS)[0]
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory, means):
     require_browser()
-    path = LE.write_page(tmp_path_factory.mktemp("live"), LE.page_data(means, KEY))
+    path = live_explorer.write_page(tmp_path_factory.mktemp("live"), live_explorer.page_data(means, KEY))
     with Browser() as b:
         rep = b.open(path)
         assert not rep.requests and not rep.errors, (rep.requests, rep.errors)
@@ -83,7 +83,7 @@ def test_identify_means_are_every_family_mean_at_end(model, means):
     """Protects the knockout's means: identify_end_means equals the plain average of END head outputs over
     identify's reference-pool X_c (every family), computed here from the pool's prompts directly."""
     net, tok = model
-    pool = pool_prompts(tok, LE.identify_templates(PARAMS), PARAMS["pool_size"], PARAMS["seed"],
+    pool = pool_prompts(tok, live_explorer.identify_templates(PARAMS), PARAMS["pool_size"], PARAMS["seed"],
                         draw=pairs.Draw(PARAMS["answer_token"], 0, 1))
     xc = [s.corrupt for ss in pool.values() for s in ss]
     ref = torch.stack([z[:, -1] for _, z, _ in activations(net, tok, xc)]).mean(0)
@@ -186,7 +186,7 @@ def test_hostile_and_impossible_input(model, page):
 def test_page_weight(page):
     """Protects the page's weight: the three live-explorer files together stay within 20 MB."""
     _, path = page
-    files = [path.parent.parent / "_static" / LE.LIVE_DIR / n for n in (LE.MODEL_JS, *LE.SOURCES)]
+    files = [path.parent.parent / "_static" / live_explorer.LIVE_DIR / n for n in (live_explorer.MODEL_JS, *live_explorer.SOURCES)]
     total = sum(f.stat().st_size for f in files)
     print(f"\nlive explorer assets: {total} bytes")
     assert total <= 20_000_000

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arithmech.table1 import verdicts as V
+from arithmech.table1 import verdicts
 from arithmech.table1.result import Table1Result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,4 +62,4 @@ def test_toy_table1_runs_retrained_by_the_recorded_command_keep_every_verdict(bu
         new = json.loads((fresh / "finetune" / f"{name}.json").read_text())
         assert new["results"] == old["results"], f"{name}: retrained, it scores differently"
     cols = ["claim", "estimate", "ci_low", "ci_high", "verdict"]
-    pd.testing.assert_frame_equal(V.verdicts(Table1Result.load(fresh))[cols], V.verdicts(Table1Result.load(built))[cols])
+    pd.testing.assert_frame_equal(verdicts.verdicts(Table1Result.load(fresh))[cols], verdicts.verdicts(Table1Result.load(built))[cols])

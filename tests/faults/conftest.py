@@ -27,14 +27,14 @@ def pytest_collection_modifyitems(config, items):
 def identify_set(tmp_path) -> Path:
     """A tiny identify set of the embedded model written through the results module: ``<tmp>/results/embedded``
     with effects.csv, key_heads.json (one key head), prompts.jsonl and run.json."""
-    from arithmech.core import results as R
+    from arithmech.core import results
     folder = tmp_path / "results" / "embedded"
     effects = pd.DataFrame({"task": ["all", "all"], "layer": [0, 1], "head": ["1", "mlp"], "effect": [-0.2, 0.1],
                             "effect_lo": [-0.21, 0.05], "effect_hi": [-0.19, 0.15]})
     prompt = {"clean": "3 plus 4 is equal to ", "corrupt": "3 nothing 4 is equal to ", "answer": "7", "target": "7",
               "a": 3, "b": 4, "op": "addition", "template": "add-1", "family": "statement",
               "positions": {"A": [0], "B": [2], "operator": [1], "end": 5}, "answer_token": "first"}
-    R.write_step(folder, "identify", {"effects.csv": effects, "prompts.jsonl": [prompt],
+    results.write_step(folder, "identify", {"effects.csv": effects, "prompts.jsonl": [prompt],
                                       "key_heads.json": {"task": "all", "threshold": -0.05,
                                                          "heads": [{"layer": 0, "head": 1}]}},
                  {"parameters": {"seed": 0}}, model_name="embedded")

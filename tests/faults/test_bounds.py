@@ -19,7 +19,7 @@ import pytest
 from arithmech.cli import COMMANDS
 from arithmech.core.config import fields, flag
 from arithmech.data import pairfile
-from arithmech.pipeline import config_base as C
+from arithmech.pipeline import config_base
 
 from .tools import REPO, snapshot
 
@@ -73,9 +73,9 @@ PAIR_FILES = {       # a pair file past each of its limits (arithmech.data.pairf
 }
 # Bounds a config's check() or a reader states in code rather than as an option's high: (command, argv, words).
 CHECKED = [("analyze", ["analyze", "--prompt", "4 + 3 = " * 300],
-            f"--prompt has 2,400 characters; at most {C.MAX_PROMPT_CHARS:,}"),
-           ("table1", ["table1", "--seeds", ",".join(map(str, range(C.MAX_SEEDS + 1)))],
-            f"--seeds: {C.MAX_SEEDS + 1} seeds; at most {C.MAX_SEEDS}")]
+            f"--prompt has 2,400 characters; at most {config_base.MAX_PROMPT_CHARS:,}"),
+           ("table1", ["table1", "--seeds", ",".join(map(str, range(config_base.MAX_SEEDS + 1)))],
+            f"--seeds: {config_base.MAX_SEEDS + 1} seeds; at most {config_base.MAX_SEEDS}")]
 CHECKED += [("identify", ["identify", "--task", f"PAIRS/{n}"], words) for n, (_, words) in PAIR_FILES.items()]
 CASES = _option_cases() + CHECKED
 

@@ -19,7 +19,7 @@ from .tools import REPO, snapshot
 
 NEW = ("import os, signal, sys\n"
        "import pandas as pd\n"
-       "from arithmech.core import results as R\n"
+       "from arithmech.core import results\n"
        "folder, k = sys.argv[1], int(sys.argv[2])\n"
        "real, moves = os.replace, []\n"
        "def replace(a, b):\n"
@@ -28,10 +28,10 @@ NEW = ("import os, signal, sys\n"
        "        os.kill(os.getpid(), signal.SIGKILL)\n"
        "    return real(a, b)\n"
        "os.replace = replace\n"
-       "R.check_writable(folder, 'identify', True)\n"
+       "results.check_writable(folder, 'identify', True)\n"
        "effects = pd.DataFrame({'task': ['all'] * 2, 'layer': [0, 1], 'head': ['1', 'mlp'], 'effect': [-0.4, 0.2],\n"
        "                        'effect_lo': [-0.41, 0.1], 'effect_hi': [-0.39, 0.3]})\n"
-       "R.write_step(folder, 'identify', {'effects.csv': effects,\n"
+       "results.write_step(folder, 'identify', {'effects.csv': effects,\n"
        "             'key_heads.json': {'task': 'all', 'threshold': -0.05, 'heads': [{'layer': 0, 'head': 1}]},\n"
        "             'prompts.jsonl': [{'clean': '1 + 2 =', 'corrupt': '1 @ 2 =', 'answer': '3', 'template': 't'}]},\n"
        "             {'parameters': {'seed': 1}}, model_name='embedded')\n"
@@ -50,12 +50,12 @@ def old_and_new(identify_set, tmp_path):
     snapshot of the new set written whole into a copy of it."""
     import pandas as pd
 
-    from arithmech.core import results as R
+    from arithmech.core import results
     knockout = pd.DataFrame({"task": ["all"], "positions": ["end"], "kind": ["head"], "order": ["effect-rank"],
                              "seed": [0], "k": [0], "accuracy": [1.0], "correct": [4], "n": [4], "ci_low": [0.51],
                              "ci_high": [1.0], "mean_source": ["template 4"]})
-    files = R.read_step(identify_set, "identify")
-    R.write_step(identify_set, "identify", {"effects.csv": files["effects"], "prompts.jsonl": files["prompts"],
+    files = results.read_step(identify_set, "identify")
+    results.write_step(identify_set, "identify", {"effects.csv": files["effects"], "prompts.jsonl": files["prompts"],
                                             "key_heads.json": files["key_heads"], "knockout.csv": knockout},
                  {"parameters": {"seed": 0}}, model_name="embedded")
     whole = tmp_path / "whole" / "embedded"
@@ -72,11 +72,11 @@ def test_a_writer_killed_during_the_final_move_leaves_one_complete_set(identify_
     leaves the old set; one killed at any later move leaves a set that the next reader finishes. Either way what
     the next reader sees (every file checked against run.json) is byte for byte the old set or the new one, no
     stage is left, and a re-run of the write into the folder succeeds and gives the new set."""
-    from arithmech.core import results as R
+    from arithmech.core import results
     old, new = old_and_new
     p = _write_new(identify_set, kill_at)
     assert p.returncode == -signal.SIGKILL, p                 # it died at that move, not before or after
-    got = R.read_step(identify_set, "identify")               # finishes (or drops) what the killed run left
+    got = results.read_step(identify_set, "identify")               # finishes (or drops) what the killed run left
     assert snapshot(identify_set) == (old if kill_at == 1 else new)
     assert ("knockout" in got) == (kill_at == 1)              # the old set's extra file goes with the new set
     assert not list(identify_set.glob(".pending-*"))

@@ -11,7 +11,7 @@ import pytest
 from .tools import REPO, cli, refused, snapshot
 
 # A first writer stopped between its check and its write (the window where a second run used to slip in).
-FIRST = ("import sys, time; from arithmech.core import results as R; R.check_writable(sys.argv[1], sys.argv[2], True);"
+FIRST = ("import sys, time; from arithmech.core import results; results.check_writable(sys.argv[1], sys.argv[2], True);"
          "print('holding', flush=True); time.sleep(120)")
 
 

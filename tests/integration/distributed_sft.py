@@ -22,10 +22,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # tests/ (factories)
 from factories import make_tiny_llama, random_sft_rows  # noqa: E402
 
-from arithmech.finetune import adapter as A  # noqa: E402
+from arithmech.finetune import adapter  # noqa: E402
 from arithmech.finetune.runner import make_trainer, training_args  # noqa: E402
 
-SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))                 # 3 layers, 4 query heads on 2 kv heads
+SPEC = adapter.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))                 # 3 layers, 4 query heads on 2 kv heads
 
 
 class _Tok:
@@ -34,7 +34,7 @@ class _Tok:
 
 
 
-def changed_outside_slices(merged: dict, orig: dict, spec: A.HeadSpec, head_dim: int) -> int:
+def changed_outside_slices(merged: dict, orig: dict, spec: adapter.HeadSpec, head_dim: int) -> int:
     """Entries outside ``spec``'s slices whose bytes differ from the loaded model."""
     bad = 0
     for k, v in merged.items():
@@ -74,7 +74,7 @@ def main(mode: str, out: str) -> None:
                   "sharded_parameters": sum(type(p).__name__ == "DTensor" for p in trainer.model.parameters())}
         if precise:
             result["cached_prefix"] = trainer.prefix is not None
-            merged = A.merge(model).state_dict()
+            merged = adapter.merge(model).state_dict()
             result["changed_outside_slices"] = changed_outside_slices(merged, orig, SPEC, model.config.head_dim)
             result["weights_checksum"] = float(sum(v.double().sum() for k, v in merged.items()))
     if trainer.args.process_index == 0:

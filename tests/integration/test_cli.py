@@ -8,9 +8,9 @@ import json
 import pandas as pd
 import pytest
 
-from arithmech.analyze import run as A
+from arithmech.analyze import run as analyze_run
 from arithmech.cli import main
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.data import pairs
 from arithmech.steps.config_training import Finetune
 from arithmech.table1 import finetune
@@ -56,7 +56,7 @@ def test_cli_writes_results_files(tmp_path, capsys):
     assert rec["parameters"]["share_threshold"] == -0.05
     assert rec["parameters"]["seed"] == 3 and "torch" in rec["versions"] and rec["peak_memory"]["peak_rss_bytes"] > 0
     assert rec["parameters"]["answer_token"] == "last-digit" and all(p.answer_token == "last-digit" for p in prompts)
-    tokens = R.read(a, "answer_tokens.csv")
+    tokens = results.read(a, "answer_tokens.csv")
     whole = tokens[(tokens.task == "addition") & (tokens.template == "all")].iloc[0]
     assert whole.n == rec["samples"]["addition"]["n_kept"] and whole.xc_passed == whole.n and whole.n_drawn == 12
     main(args + ["--out", str(tmp_path / "b")])
@@ -67,12 +67,12 @@ def test_cli_writes_results_files(tmp_path, capsys):
 def test_bad_answer_token_is_one_line_before_loading(tmp_path, capsys):
     """Protects the input contract of --answer-token: an unknown variant is one line and exit 2, nothing
     written; identify.run refuses it before any model loads (a model that does not exist is never reached)."""
-    from arithmech.identify import run as I
+    from arithmech.identify import run as identify_run
     with pytest.raises(SystemExit) as e:
         main(["identify", "--model", "embedded", "--answer-token", "last", "--out", str(tmp_path / "o")])
     assert e.value.code == 2 and "--answer-token" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--answer-token 'last'"):
-        I.run(I.Config(model_name=str(tmp_path / "no-such-model"), results=str(tmp_path / "o"), answer_token="last"))
+        identify_run.run(identify_run.Config(model_name=str(tmp_path / "no-such-model"), results=str(tmp_path / "o"), answer_token="last"))
     assert not (tmp_path / "o").exists()
 
 
@@ -106,13 +106,13 @@ def test_run_writes_the_results_files(word_llama_fig8, tmp_path):
     (res / "m" / "key_heads.json").write_text(json.dumps({"task": "all", "threshold": -0.05,
                                                           "heads": [{"layer": 2, "head": 1}, {"layer": 3, "head": 0}]}))
     (res / "m" / "run.json").write_text(json.dumps({"schema_version": 1, "steps": {"identify": {"seed": 0}}}))
-    r = A.run(A.Config(model_name=str(folder_model), results=str(res), n_samples=6, seed=1))
+    r = analyze_run.run(analyze_run.Config(model_name=str(folder_model), results=str(res), n_samples=6, seed=1))
     first = {f: (res / "m" / f).read_text() for f in ("attention_roles.csv", "attention_baseline.csv",
                                                      "mlp_projection.csv", "top_numbers.csv")}
     roles, mlp = pd.read_csv(res / "m" / "attention_roles.csv"), pd.read_csv(res / "m" / "mlp_projection.csv")
     assert list(roles.columns[:4]) == ["layer", "head", "role", "mean_score"]
     assert list(mlp.columns[:3]) == ["layer", "quantity", "value"]
-    assert isinstance(r, A.Result) and r.labels.name.tolist() == ["2.1", "3.0"] and r.summary["n_samples"] == 6
+    assert isinstance(r, analyze_run.Result) and r.labels.name.tolist() == ["2.1", "3.0"] and r.summary["n_samples"] == 6
     assert set(r.baseline.name) == {"2.1", "3.0"} and set(r.baseline.n_nonkey) == {len(roles[
         (roles.task == "all") & (roles.role == "A")]) - 2}
     run = json.loads((res / "m" / "run.json").read_text())

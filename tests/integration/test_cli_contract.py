@@ -123,7 +123,7 @@ def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, ca
     """Protects: 100 seeded random argument combinations for identify / analyze / finetune / beyond: each either
     gets as far as loading the model (arguments accepted; loading is replaced by a sentinel exception) or exits
     with code 2 and one line on stderr, no traceback; all within seconds. Both outcomes occur."""
-    import arithmech.core.models as M
+    import arithmech.core.models as models
     from arithmech.analyze import run as analyze
     from arithmech.circuits import beyond
     from arithmech.identify import run as identify
@@ -131,7 +131,7 @@ def test_fuzz_cli_arguments_reach_the_model_or_exit_2(tmp_path, fuzz_results, ca
 
     def reached(*_a, **_k):
         raise Reached
-    for module in (M, identify, analyze, beyond, finetune):     # each step imports load_model at its top
+    for module in (models, identify, analyze, beyond, finetune):     # each step imports load_model at its top
         monkeypatch.setattr(module, "load_model", reached)
     files = {"BAD_FILE": tmp_path / "bad.json", "GOOD_FILE": tmp_path / "good.json"}
     files["BAD_FILE"].write_text('[{"clean": "{A} plus {B} is"}]')

@@ -10,9 +10,9 @@ def test_shipped_model_in_distribution_accuracy(embedded_model):
     """Protects: the default model of every chapter answers >= 99% of fresh in-distribution template prompts
     (trained pairs, trained templates; another seed than the card's), >= 97% in every operation, and knows
     its generic facts."""
-    from arithmech.embedded import heldout as H
+    from arithmech.embedded import heldout
     model, tok, _ = embedded_model
-    r = H.split_report(model, tok, "in_distribution", seed=12345, n_per_template=10)
+    r = heldout.split_report(model, tok, "in_distribution", seed=12345, n_per_template=10)
     assert r["answer_token"]["acc"] >= 0.99, r
     assert min(v["answer_token"]["acc"] for v in r["by_operation"].values()) >= 0.97, r["by_operation"]
     assert generic_accuracy(model, tok) >= 0.95
@@ -24,10 +24,10 @@ def test_shipped_heldout_numbers_recompute(embedded_model):
     import json
 
     from arithmech.core.names import EMBEDDED_DIR
-    from arithmech.embedded import heldout as H
+    from arithmech.embedded import heldout
     stored = json.loads((EMBEDDED_DIR / "accuracy.json").read_text())["heldout"]
     model, tok, _ = embedded_model
-    r = H.split_report(model, tok, "heldout_both", **stored["draws"])
+    r = heldout.split_report(model, tok, "heldout_both", **stored["draws"])
     assert r == stored["splits"]["heldout_both"]
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.core import records
-from arithmech.core import results as R
+from arithmech.core import records, results
 from arithmech.core.atomic import sha256
 
 pytestmark = pytest.mark.slow
@@ -95,16 +94,16 @@ def test_readme_chain_identify_analyze_finetune_shares_one_folder(tmp_path):
     assert not (folder / "embedded").exists()
     for name in ("effects.csv", "key_heads.json", "prompts.jsonl", "knockout.csv", "attention_roles.csv", "attention_baseline.csv",
                  "mlp_projection.csv", "analyze.json", "run.json"):
-        R.read(folder, name) if name != "run.json" else None
+        results.read(folder, name) if name != "run.json" else None
         assert (folder / name).exists(), name
-    run = R.read_run(folder)
+    run = results.read_run(folder)
     assert set(run["steps"]) == {"identify", "analyze", "beyond", "faithfulness", "stability", "shots", "table1"}
-    assert R.read(folder, "faithfulness.csv").query("order == 'top'").n.max() == 6 and run["steps"]["faithfulness"]["inputs"]["effects.csv"] == \
+    assert results.read(folder, "faithfulness.csv").query("order == 'top'").n.max() == 6 and run["steps"]["faithfulness"]["inputs"]["effects.csv"] == \
         sha256(folder / "effects.csv")
-    assert run["steps"]["shots"]["choice"]["shots"] in (0, 2, 4, 8) and len(R.read(folder, "shots.csv")) == 16
-    assert R.read(folder, "finetune/table1.json")["suite"] == "toy" and len(R.read(folder, "stability.csv")) > 0
+    assert run["steps"]["shots"]["choice"]["shots"] in (0, 2, 4, 8) and len(results.read(folder, "shots.csv")) == 16
+    assert results.read(folder, "finetune/table1.json")["suite"] == "toy" and len(results.read(folder, "stability.csv")) > 0
     assert run["steps"]["beyond"]["inputs"]["effects.csv"] == sha256(folder / "effects.csv")
-    assert len(R.read(folder, "eap.csv")) == 6 * 9 and len(R.read(folder, "upstream.csv")) > 0
+    assert len(results.read(folder, "eap.csv")) == 6 * 9 and len(results.read(folder, "upstream.csv")) > 0
     assert run["steps"]["analyze"]["inputs"]["key_heads.json"] == sha256(folder / "key_heads.json")
     rec = records.read_finetune(folder, "precise")
     ranked = [h["layer"] * 100 + h["head"] for h in json.loads((folder / "key_heads.json").read_text())["heads"]]

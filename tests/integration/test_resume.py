@@ -86,10 +86,10 @@ def test_identify_killed_midway_resumes_to_identical_files(tmp_path, capsys, uni
 def test_identify_checkpoints_of_other_arguments_are_not_used(tmp_path):
     """Protects: checkpoints are keyed by the arguments: another seed or task count hashes to another folder,
     so a re-run with different arguments never picks up a stale task."""
-    from arithmech.core import results as R
-    a = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 0})
-    b = R.checkpoints(tmp_path, "identify", {"seed": 0, "task": "all"})
-    c = R.checkpoints(tmp_path, "identify", {"task": "all", "seed": 1})
+    from arithmech.core import results
+    a = results.checkpoints(tmp_path, "identify", {"task": "all", "seed": 0})
+    b = results.checkpoints(tmp_path, "identify", {"seed": 0, "task": "all"})
+    c = results.checkpoints(tmp_path, "identify", {"task": "all", "seed": 1})
     assert a.dir == b.dir != c.dir
     a.save("task-0", {"x": torch.arange(3), "rows": [{"k": 1.5}]})
     assert c.load("task-0") is None and a.load("task-0")["rows"] == [{"k": 1.5}]
@@ -110,12 +110,12 @@ def toy_model(tmp_path):
 def _small_eval(model, tok, sizes, seed=0, data_dir=None):
     """Table 1's measurements cut to two (no benchmark files needed): held-out phrasings and the LM loss."""
     from arithmech.core.stats import mean_interval, wilson_interval
-    from arithmech.data import pairs as D
-    from arithmech.evals import measures as M
-    _, held = M.phrasings()
-    samples, _ = D.make_pairs(tok, held[:4], n=8, seed=seed + 3, draw=D.Draw("first", 0, 1))
-    it = M.answer_scores(model, tok, samples)[1].tolist()          # P({C}): sensitive to every weight
-    losses = M.lm_losses(model, tok, M.generic_text(), max_tokens=96, window=32)
+    from arithmech.data import pairs
+    from arithmech.evals import measures
+    _, held = measures.phrasings()
+    samples, _ = pairs.make_pairs(tok, held[:4], n=8, seed=seed + 3, draw=pairs.Draw("first", 0, 1))
+    it = measures.answer_scores(model, tok, samples)[1].tolist()          # P({C}): sensitive to every weight
+    losses = measures.lm_losses(model, tok, measures.generic_text(), max_tokens=96, window=32)
     out = {"heldout_p": {"metric": "p", "value": sum(it) / len(it), "n": len(it),
                          "ci": list(wilson_interval(0, len(it))), "items": it}}
     mean, lo, hi = mean_interval(losses)

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arithmech.data import pairs as D
-from arithmech.data import templates
+from arithmech.data import pairs, templates
 from arithmech.data.batches import answer_ids, group_by_length
 from arithmech.data.sentences import two_digit_items
 from arithmech.evals.measures import answer_scores
@@ -43,9 +42,9 @@ def test_answer_token_after_space(smollm2):
     bare digits, and the answer token of "3 + 5 = " is "8" (no BOS is added)."""
     model, tok, _ = smollm2
     assert tok.convert_ids_to_tokens(tok("3 + 5 = 8")["input_ids"]) == ["3", "Ġ+", "Ġ", "5", "Ġ=", "Ġ", "8"]
-    s = D.Sample("3 + 5 = ", "3 @ 5 = ", "8", "8", 3, 5, "addition", "add-1", "equation", answer_token="first")
+    s = pairs.Sample("3 + 5 = ", "3 @ 5 = ", "8", "8", 3, 5, "addition", "add-1", "equation", answer_token="first")
     assert tok.convert_ids_to_tokens(answer_ids(tok, [s]).tolist()) == ["8"]
-    assert D.answer_split(tok, "3 + 5 =", "8") == ("3 + 5 = ", tok.convert_tokens_to_ids("8"))
+    assert pairs.answer_split(tok, "3 + 5 =", "8") == ("3 + 5 = ", tok.convert_tokens_to_ids("8"))
     with torch.no_grad():
         no_space = model(torch.tensor([tok("3 + 5 =")["input_ids"]])).logits[0, -1]
         space = model(torch.tensor([tok("3 + 5 = ")["input_ids"]])).logits[0, -1]
@@ -60,9 +59,9 @@ def test_pairs_equal_length_on_bpe(smollm2, maker):
     """Protects: both counterfactuals give X_r / X_c of equal token length on SmolLM2's tokenizer for
     every Fig. 8 and Fig. 10 template, with the answer token = first digit of the true answer."""
     _, tok, _ = smollm2
-    make = D.make_pairs if maker == "operator" else D.make_operand_pairs
-    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("first", 0, 1))
-    assert stats.made == 96 and {s.template for s in samples} == {t.id for t in D.select_templates("all")}
+    make = pairs.make_pairs if maker == "operator" else pairs.make_operand_pairs
+    samples, stats = make(tok, "all", n=96, seed=0, draw=pairs.Draw("first", 0, 1))
+    assert stats.made == 96 and {s.template for s in samples} == {t.id for t in pairs.select_templates("all")}
     for s in samples:
         assert len(tok(s.clean)["input_ids"]) == len(tok(s.corrupt)["input_ids"])
         assert s.answer == s.target[0] and s.clean.endswith(" ") == (templates.TEMPLATES[s.template].joiner == " ")
@@ -75,8 +74,8 @@ def test_last_digit_pairs_on_bpe(smollm2, maker):
     prompt carries the answer's leading digits, its tokens followed by the answer token (the last digit) are
     exactly the tokens of the whole text (prompt, space, answer), X_c carries the same digits at equal length."""
     _, tok, _ = smollm2
-    make = D.make_pairs if maker == "operator" else D.make_operand_pairs
-    samples, stats = make(tok, "all", n=96, seed=0, draw=D.Draw("last-digit", 0, 1))
+    make = pairs.make_pairs if maker == "operator" else pairs.make_operand_pairs
+    samples, stats = make(tok, "all", n=96, seed=0, draw=pairs.Draw("last-digit", 0, 1))
     assert stats.made == 96 and any(s.carried for s in samples)
     ids = answer_ids(tok, samples).tolist()
     for s, a in zip(samples, ids):
@@ -93,7 +92,7 @@ def test_fast_equals_reference_patching(smollm2):
     from arithmech.methods.patching import end_cache, path_patch_fast, path_patch_reference
     model, tok, geo = smollm2
     tpls = [templates.TEMPLATES["add-1"], templates.TEMPLATES["add-3"]]      # two lengths: two batches per sender
-    samples, _ = D.make_pairs(tok, tpls, n=6, seed=1, draw=D.Draw("first", 0, 1))
+    samples, _ = pairs.make_pairs(tok, tpls, n=6, seed=1, draw=pairs.Draw("first", 0, 1))
     ans = answer_ids(tok, samples)
     clean_p, corrupt_p = [s.clean for s in samples], [s.corrupt for s in samples]
     clean, corrupt = end_cache(model, tok, clean_p, ans), end_cache(model, tok, corrupt_p)
@@ -148,8 +147,8 @@ def test_few_shot_prefix_cache_is_exact_on_smollm2(smollm2):
     from arithmech.methods.effects import effects_frame
     from arithmech.methods.patching import path_patch
     model, tok, _ = smollm2
-    ss, _ = D.make_pairs(tok, [templates.TEMPLATES["add-1"], templates.TEMPLATES["mul-6"]], n=12, seed=0,
-                         draw=D.Draw("last-digit", 4, 16))
+    ss, _ = pairs.make_pairs(tok, [templates.TEMPLATES["add-1"], templates.TEMPLATES["mul-6"]], n=12, seed=0,
+                         draw=pairs.Draw("last-digit", 4, 16))
     from factories import one_preamble
 
     from arithmech.data import shots

@@ -18,7 +18,7 @@ from arithmech.data.pairs import make_pairs, select_templates
 from arithmech.evals.scoring import predict
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.methods import patching
-from arithmech.methods.ablation import knockout as K
+from arithmech.methods.ablation import knockout
 from arithmech.methods.effects import effects_frame
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,8 +134,8 @@ def test_knockout_is_the_literal_mean_ablation_and_the_library_accuracy(embedded
     got = api.knockout(model, tok, clean, heads, answers=ans, means_from=corrupt)
     gold = sample_answer_ids(tok, one)
     assert got == pytest.approx(_literal_knockout(model, tok, clean, heads, gold, corrupt), abs=1e-9)
-    means = K.mean_activations(model, tok, corrupt, [K.group_key(s) for s in one])
-    lib = K.accuracy(model, tok, one, means, [K.Ablation.of(heads)])
+    means = knockout.mean_activations(model, tok, corrupt, [knockout.group_key(s) for s in one])
+    lib = knockout.accuracy(model, tok, one, means, [knockout.Ablation.of(heads)])
     assert got == pytest.approx(float(lib[0]), abs=1e-6)      # the library averages in float32
     assert got < 1.0
     pooled = api.knockout(model, tok, clean, heads, answers=ans, means_from=corrupt[:1] + ["7 plus"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.core import results as R
+from arithmech.core import results
 
 
 @pytest.mark.parametrize("argv,msg", [(["--receivers", "0"], "below 1"), (["--ig-steps", "x"], "not an integer"),
@@ -43,7 +43,7 @@ def test_bad_stability_arguments_are_one_line_before_any_model_loads(argv, match
         main(["stability", "--results", str(tmp_path), *argv])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and match in err, err
-    assert not R.exists(tmp_path / "embedded", "stability.csv")
+    assert not results.exists(tmp_path / "embedded", "stability.csv")
 
 
 @pytest.mark.parametrize("sets", [["n_sampels=16"], ["data.n_per_template=0"]])

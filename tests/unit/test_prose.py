@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.claims import decide as C
+from arithmech.claims import decide
 from arithmech.claims.decide import BY_ID
 from arithmech.claims.evidence import Context
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.names import components
 from arithmech.identify.claims import THRESHOLD
 
@@ -78,16 +78,16 @@ def test_key_heads_in_the_files_are_the_rules_key_heads(folder):
     """Protects "key heads" wherever a page takes it from the files: the heads identify lists as key are the
     ones the `key-heads-exist` rule names, none where the rule finds none; analyze studies "key heads" only
     where there are some (otherwise the top heads by effect rank, and the pages must not call them key)."""
-    kh = R.read(folder, "key_heads.json")
+    kh = results.read(folder, "key_heads.json")
     if kh.get("threshold") != THRESHOLD:
         pytest.skip(f"{folder.name} was run with threshold {kh.get('threshold')}, not the rule's {THRESHOLD}")
-    row = C.claims(Context(folder), ["key-heads-exist"]).iloc[0]
+    row = decide.claims(Context(folder), ["key-heads-exist"]).iloc[0]
     names = components((h["layer"], h["head"]) for h in kh["heads"])
     assert f"({names})" in row.here, (names, row.here)                  # the same heads, in the same order
     if row.holds is not None:                                            # None: the task fails its control
         assert bool(kh["heads"]) == row.holds, (kh["heads"], row.here)
-    if R.exists(folder, "analyze.json"):
-        heads_from = R.read(folder, "analyze.json")["heads_from"]
+    if results.exists(folder, "analyze.json"):
+        heads_from = results.read(folder, "analyze.json")["heads_from"]
         assert (heads_from == "key heads") == bool(kh["heads"]), heads_from
 
 

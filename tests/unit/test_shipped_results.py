@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.identify import run as identify_step
 from arithmech.identify.config import BOOK_SCALE, Stability
 from arithmech.prompts.config import Shots
@@ -43,45 +43,45 @@ def appendix_parameters(name: str = "appendix_smollm2") -> dict:
 def test_every_shipped_step_reads_at_the_current_format():
     """Protects the shipped files against a schema change: each step's files are present and pass the
     results contract's checked reads (format version, columns, inputs' hashes)."""
-    steps = R.read_run(FOLDER)["steps"]
+    steps = results.read_run(FOLDER)["steps"]
     for step in STEPS:
         assert step in steps, f"results/smollm2-135m has no {step} run: make it with the chapter"
-        got = R.read_step(FOLDER, step)
-        assert set(got) == {n.rsplit(".", 1)[0] for n in R.step_files(step) if R.exists(FOLDER, n)} and got
+        got = results.read_step(FOLDER, step)
+        assert set(got) == {n.rsplit(".", 1)[0] for n in results.step_files(step) if results.exists(FOLDER, n)} and got
 
 
 def test_shipped_steps_were_made_with_the_appendix_parameters():
     """Protects the book from showing a stale run or silently recomputing one: the appendix reuses identify,
     analyze and accuracy, and the Beyond chapter its SmolLM2 run, only when made with their parameters from
-    the identify files now there (``R.made_with``, with each step's own record of them: the accuracy table's
+    the identify files now there (``results.made_with``, with each step's own record of them: the accuracy table's
     answer-token rule included); these files pass that check, so a change of those
     parameters without re-running the step fails here, not in the book."""
     p = appendix_parameters()
     sc = Shots(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                example_sets=p["example_sets"])
-    assert R.made_with(FOLDER, "shots", shots_step.recorded(sc))
-    k = shots_step.choose(R.read(FOLDER, "shots.csv"))["shots"] if p["shots"] < 0 else p["shots"]
+    assert results.made_with(FOLDER, "shots", shots_step.recorded(sc))
+    k = shots_step.choose(results.read(FOLDER, "shots.csv"))["shots"] if p["shots"] < 0 else p["shots"]
     config = identify_step.Config(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"],
                                   n_samples=p["n_samples"], shots=k, example_sets=p["example_sets"],
                                   knockout_split=p["knockout_split"], bootstrap=p["bootstrap"],
                                   **{**BOOK_SCALE, "knockout_samples": p["knockout_samples"]}, n_random=p["n_random"])
-    assert R.made_with(FOLDER, "identify", identify_step.recorded(config))
+    assert results.made_with(FOLDER, "identify", identify_step.recorded(config))
     zero = config.replace(shots=0, out=str(FOLDER / "zero-shot"))   # the side-by-side's zero-shot run: like with like
-    assert R.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero))
+    assert results.made_with(FOLDER / "zero-shot", "identify", identify_step.recorded(zero))
     alone = config.replace(task="addition", knockout_samples=256, knockout_positions="end", transfer=False,
                            out=str(FOLDER / "addition"))          # "Addition alone": the README's command
-    assert R.made_with(FOLDER / "addition", "identify", identify_step.recorded(alone))
+    assert results.made_with(FOLDER / "addition", "identify", identify_step.recorded(alone))
     st = Stability(model_name="smollm2-135m", seed=p["seed"], device=p["device"], dtype=p["dtype"], task="addition",
                    seeds=p["stability_seeds"], sizes=tuple(p["stability_sizes"]), shots=k,
                    example_sets=p["example_sets"], bootstrap=p["bootstrap"])
-    assert R.made_with(FOLDER, "stability", stability_step.recorded(st))
-    assert R.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
+    assert results.made_with(FOLDER, "stability", stability_step.recorded(st))
+    assert results.made_with(FOLDER, "analyze", {"n_samples": p["n_samples"], "seed": p["seed"], "device": p["device"],
                                            "dtype": p["dtype"], "prompt": "4 + 3 = "})
     acc = accuracy_step.Config(model_name="smollm2-135m", seed=p["seed"], n_per_template=p["n_per_template"])
-    assert R.made_with(FOLDER, "accuracy", accuracy_step.recorded(acc)), \
+    assert results.made_with(FOLDER, "accuracy", accuracy_step.recorded(acc)), \
         "the shipped accuracy table was not scored with identify's answer token: re-run it (accuracy-by-template)"
     b = appendix_parameters("beyond")
-    assert R.made_with(FOLDER, "beyond", {"model": "smollm2-135m", **{k: b[k] for k in (
+    assert results.made_with(FOLDER, "beyond", {"model": "smollm2-135m", **{k: b[k] for k in (
         "receivers", "ig_steps", "n_samples", "seed", "device", "dtype")}})
 
 
@@ -141,17 +141,16 @@ def test_dropping_any_one_grid_points_records_never_turns_a_shipped_verdict_into
     verdicts must exist, or the test is vacuous."""
     import shutil
 
-    from arithmech.table1 import curves as CV
-    from arithmech.table1 import frontier as CP
+    from arithmech.table1 import curves, frontier
 
     c = curves_of(Table1Result.load(FOLDER))
-    rows, rules = CV.verdict_rows(c), CV.rules(c)
-    decided = [(i, r) for i, r in rows.iterrows() if r["verdict"] in CP.OPPOSITE]
+    rows, rules = curves.verdict_rows(c), curves.rules(c)
+    decided = [(i, r) for i, r in rows.iterrows() if r["verdict"] in frontier.OPPOSITE]
     assert decided, "no decided verdict: nothing to check"
     arms = sorted({a for i, _ in decided for a in rules[i][2]})
     checked = 0
     for arm in arms:
-        for p in CP.grid(c, arm):
+        for p in frontier.grid(c, arm):
             copy = tmp_path / f"{arm}-{p.lr:.0e}"
             shutil.copytree(FOLDER, copy)
             plan = json.loads((copy / "finetune" / "table1.json").read_text())
@@ -172,8 +171,8 @@ def test_dropping_any_one_grid_points_records_never_turns_a_shipped_verdict_into
                 claim, _, read, _, decide, size = rules[i]
                 if arm not in read:
                     continue
-                again = CV.whole_verdict(d, read, decide, size(c), claim)
-                assert again != CP.OPPOSITE[r["verdict"]], (r["claim"], r["measure"], arm, p.lr, again)
+                again = curves.whole_verdict(d, read, decide, size(c), claim)
+                assert again != frontier.OPPOSITE[r["verdict"]], (r["claim"], r["measure"], arm, p.lr, again)
                 assert again == dict(((a, lr), w) for a, lr, w in r["loro"])[(arm, p.lr)], (r["claim"], arm, p.lr)
                 checked += 1
             shutil.rmtree(copy)

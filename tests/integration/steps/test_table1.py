@@ -9,11 +9,10 @@ import shutil
 import pytest
 import torch
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.data import splits
-from arithmech.evals import suites as S
-from arithmech.table1 import run as A
-from arithmech.table1 import verdicts as V
+from arithmech.evals import suites
+from arithmech.table1 import run, verdicts
 from arithmech.table1.plan import ARMS, GRIDS, choose
 from arithmech.table1.result import Table1Result
 
@@ -23,7 +22,7 @@ def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
     from arithmech.evals.scoring import greedy_exact
     sets = {"negative": splits.negative_items(side)[:12], "two_digit": splits.two_digit_items(side)[:12],
             "single_digit": splits.single_digit_items(side, 1)[:12], "generic": splits.fact_items(side)[:12]}
-    out = {k: S.accuracy_measure([int(x) for x in greedy_exact(model, tok, v)]) for k, v in sets.items()}
+    out = {k: suites.accuracy_measure([int(x) for x in greedy_exact(model, tok, v)]) for k, v in sets.items()}
     if side == "val":
         out["math_nll"] = completion_nll(model, tok, sets["negative"])
     return out
@@ -31,9 +30,9 @@ def _tiny_evaluate(model, tok, side, sizes, data_seed=0, data_dir=None):
 
 @pytest.fixture
 def tiny_suite(monkeypatch):
-    suite = S.Suite("tiny", S.toy_train, _tiny_evaluate, math=("negative", "two_digit"),
+    suite = suites.Suite("tiny", suites.toy_train, _tiny_evaluate, math=("negative", "two_digit"),
                     general=("generic", "single_digit"), primary_math="negative", primary_general="generic")
-    monkeypatch.setitem(S.SUITES, "tiny", suite)
+    monkeypatch.setitem(suites.SUITES, "tiny", suite)
     monkeypatch.setitem(GRIDS, "tiny", {a: (1e-3, 3e-3, 1e-2) for a in ARMS})
     return suite
 
@@ -61,14 +60,14 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     from arithmech.table1.plan import groups
     folder = tmp_path / "embedded"
     ensure_ranking("embedded", folder, n_samples=16)                  # identify's ranking (path patching only)
-    config = A.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,
+    config = run.Config(model_name="embedded", results=str(folder), suite="tiny", top_k=8, seeds=(0, 1), draws=2,
                       frontier_seeds=2, steps=1, batch_size=8, max_extend=0)
-    plan = A.run(config)
-    assert plan == R.read(folder, "finetune/table1.json")
+    plan = run.run(config)
+    assert plan == results.read(folder, "finetune/table1.json")
     geo = model_geometry("embedded")
     h = plan["heads"]
     kept = {tuple(x) for x in h["tuned"]} | {tuple(x) for x in h["share"]}
-    share = {(x["layer"], x["head"]) for x in R.read(folder, "key_heads.json")["by_share"]["heads"]}
+    share = {(x["layer"], x["head"]) for x in results.read(folder, "key_heads.json")["by_share"]["heads"]}
     assert share <= kept or len(share) > 8
     for d in h["random_draws"] + h["random_any_draws"]:
         assert len({tuple(x) for x in d}) == 8 and not groups([tuple(x) for x in d], geo) & groups(sorted(kept), geo)
@@ -81,9 +80,9 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
         assert choose(first) == a["chosen_lr"]
     files = {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
     assert len(files) == 1 + sum(len(a["grid_rows"]) for a in plan["arms"].values()) + 1     # + table1.json
-    A.run(config)                                                                # resume: nothing to do
+    run.run(config)                                                                # resume: nothing to do
     assert files == {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json")}
-    cut = A.run(config.replace(replicate_ends=False))             # the cut keeps every run made before it
+    cut = run.run(config.replace(replicate_ends=False))             # the cut keeps every run made before it
     assert {n: a["grid_rows"] for n, a in cut["arms"].items()} == {n: a["grid_rows"] for n, a in plan["arms"].items()}
     assert cut["rules"]["cut"].startswith("--no-replicate-ends") and plan["rules"]["cut"].startswith("none")
     assert {p.name: p.read_bytes() for p in (folder / "finetune").glob("*.json") if p.name != "table1.json"} == \
@@ -92,20 +91,20 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     other.mkdir(parents=True)
     for n in ("key_heads.json", "effects.csv", "prompts.jsonl", "run.json"):
         shutil.copy(folder / n, other / n)
-    A.run(config.replace(results=str(other)), arms=("precise-random",))
+    run.run(config.replace(results=str(other)), arms=("precise-random",))
     for name in (p.name for p in (other / "finetune").glob("*.json")):
         if name != "table1.json":
             a, b = (json.loads((f / "finetune" / name).read_text()) for f in (folder, other))
             assert _volatile_free(a)["results"] == _volatile_free(b)["results"], name
     result = Table1Result.load(folder)  # every file of the run, read once
-    v = V.verdicts(result)
-    assert list(v["claim"]) == [r[0] for r in V.RULES]
+    v = verdicts.verdicts(result)
+    assert list(v["claim"]) == [r[0] for r in verdicts.RULES]
     assert set(v["verdict"]) <= {"holds", "does not hold", "inconclusive"}
-    t = V.tradeoff_frame(result)
+    t = verdicts.tradeoff_frame(result)
     assert len(t) >= sum(len(a["grid_rows"]) for a in plan["arms"].values())
     # the phrasings table (report.table1): its test column is arm_table's primary math value, computed apart
     from arithmech.table1 import views as T1
-    ph, at = T1.phrasings_frame(result), V.arm_table(result)
+    ph, at = T1.phrasings_frame(result), verdicts.arm_table(result)
     m = result.suite.primary_math
     for arm, row in ph.iterrows():
         want = at[(at.arm == arm) & (at.measure == m)].value.iloc[0]
@@ -115,13 +114,13 @@ def test_arms_runner_end_to_end(tmp_path, tiny_suite):  # noqa: PLR0915 (one run
     # collapsed on the general measure (computed apart here from each record by the collapse gate)
     from arithmech.table1.curve_views import table1_side_by_side
     sbs = table1_side_by_side({"embedded": result}).set_index(["model", "arm"]).loc["embedded"]
-    runs = V.arm_runs(result)
+    runs = verdicts.arm_runs(result)
     g = result.suite.primary_general
     for arm, rs in runs.items():
         if arm == "base":
             continue
         assert sbs.loc[arm, "rate"] == f"{plan['arms'][arm]['chosen_lr']:.0e}" and sbs.loc[arm, "runs"] == len(rs)
-        assert sbs.loc[arm, "collapsed runs"] == sum(V.collapsed(r, runs["base"][0], g) for r in rs), arm
+        assert sbs.loc[arm, "collapsed runs"] == sum(verdicts.collapsed(r, runs["base"][0], g) for r in rs), arm
         for what in ("math", "general"):  # each mean with its 95 % interval (crossed over runs and items)
             lo, hi = map(float, sbs.loc[arm, f"{what} 95% CI"].strip("[]").split(", "))
             assert lo - 0.05 <= sbs.loc[arm, f"{what} (%)"] <= hi + 0.05, (arm, what)

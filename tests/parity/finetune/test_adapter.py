@@ -11,11 +11,11 @@ import torch
 from factories import make_tiny_llama, random_sft_rows
 
 from arithmech.core.models import Geometry
-from arithmech.finetune import adapter as A
+from arithmech.finetune import adapter
 from arithmech.finetune.data import Collator
 from arithmech.finetune.runner import HeadMaskedTrainer, training_args
 
-SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
+SPEC = adapter.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
 
 
 PROJ = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -54,7 +54,7 @@ def test_untouched_weights_byte_identical_with_weight_decay(tmp_path):
     slices is byte-identical (also inside partly trained tensors, after merge), and the slices did move."""
     model = make_tiny_llama("sdpa")
     geo = Geometry.from_config(model.config)
-    spec = A.HeadSpec(heads=SPEC.heads, mlps=(0,))
+    spec = adapter.HeadSpec(heads=SPEC.heads, mlps=(0,))
     orig = {k: v.clone() for k, v in model.state_dict().items()}
     args = training_args(tmp_path, lr=1e-2, batch_size=8, micro_batch_size=4, max_steps=3, warmup=0.0,
                          weight_decay=0.1)
@@ -62,7 +62,7 @@ def test_untouched_weights_byte_identical_with_weight_decay(tmp_path):
     for k, v in model.state_dict().items():               # base weights while the slices are attached
         if ".base." in k:
             assert torch.equal(v, orig[k.replace(".base.", ".")]), k
-    merged = A.merge(model).state_dict()
+    merged = adapter.merge(model).state_dict()
     masks = _selected(model, spec, geo)
     assert set(merged) == set(orig)
     for k, v in merged.items():
@@ -77,16 +77,16 @@ def test_bf16_base_fp32_slices_under_autocast(tmp_path):
     merge casts back to bf16, and untouched bf16 entries keep their bytes."""
     model = make_tiny_llama("sdpa").to(torch.bfloat16)
     geo = Geometry.from_config(model.config)
-    spec = A.HeadSpec(heads=SPEC.heads, mlps=(0,))
+    spec = adapter.HeadSpec(heads=SPEC.heads, mlps=(0,))
     orig = {k: v.clone() for k, v in model.state_dict().items()}
     masks = _selected(model, spec, geo)
     args = training_args(tmp_path, lr=1e-2, batch_size=4, micro_batch_size=4, max_steps=2, warmup=0.0, bf16=True)
     trainer = HeadMaskedTrainer(model, args, spec=spec, train_dataset=random_sft_rows(), data_collator=Collator(0))
     trainer.train()
-    state = A.trainable_state(model)
+    state = adapter.trainable_state(model)
     assert all(p.dtype == torch.float32 for p in state.values())
     assert all(trainer.optimizer.state[p]["exp_avg"].dtype == torch.float32 for p in state.values())
-    for k, v in A.merge(model).state_dict().items():
+    for k, v in adapter.merge(model).state_dict().items():
         m = masks.get(k, torch.zeros_like(v, dtype=torch.bool))
         assert v.dtype == torch.bfloat16 and torch.equal(v[~m], orig[k][~m]), k
         assert not m.any() or not torch.equal(v[m], orig[k][m]), k
@@ -98,7 +98,7 @@ def test_naive_masked_full_tensor_changes_untouched_entries():
     torch.manual_seed(0)
     naive, ours = make_tiny_llama(), make_tiny_llama()
     geo = Geometry.from_config(naive.config)
-    spec = A.HeadSpec(heads=SPEC.heads, rescale=False)
+    spec = adapter.HeadSpec(heads=SPEC.heads, rescale=False)
     masks = _selected(naive, spec, geo)
     naive.requires_grad_(False)
     params = []
@@ -108,7 +108,7 @@ def test_naive_masked_full_tensor_changes_untouched_entries():
         p.register_hook(lambda g, m=m: g * m)            # the naive "masked gradient"
         params.append(p)
     orig = {k: naive.get_parameter(k).detach().clone() for k in masks}
-    slices = A.attach(ours, spec)
+    slices = adapter.attach(ours, spec)
     opt_n = torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1)
     opt_o = torch.optim.AdamW(slices.values(), lr=1e-2, weight_decay=0.1)
     ids = _ids()
@@ -117,7 +117,7 @@ def test_naive_masked_full_tensor_changes_untouched_entries():
             opt.zero_grad()
             net(ids, labels=ids).loss.backward()
             opt.step()
-    A.merge(ours)
+    adapter.merge(ours)
     for k, m in masks.items():
         new_n, new_o = naive.get_parameter(k).detach(), ours.get_parameter(k).detach()
         if (~m).any():
@@ -145,7 +145,7 @@ def test_slice_gradients_equal_masked_full_tensor_reference(family):
     ids = _ids()
     with torch.no_grad():
         base_logits = model(ids).logits
-    slices = A.attach(model, SPEC)
+    slices = adapter.attach(model, SPEC)
     out = model(ids, labels=ids)
     torch.testing.assert_close(out.logits, base_logits, atol=1e-6, rtol=0)
     out.loss.backward()
@@ -159,7 +159,7 @@ def test_slice_gradients_equal_masked_full_tensor_reference(family):
     for k, p in slices.items():
         path, kind = k.rsplit(".", 1)
         mod, full = model.get_submodule(path), ref.get_parameter(k).grad
-        g = full[:, mod.index] if isinstance(mod, A.ColSlice) else full[mod.index]
+        g = full[:, mod.index] if isinstance(mod, adapter.ColSlice) else full[mod.index]
         scale = SPEC.scale(geo, int(path.split(".")[2]))
         torch.testing.assert_close(p.grad, scale * g, atol=1e-7, rtol=1e-5)
     if family == "qwen2-bias":
@@ -172,7 +172,7 @@ def test_rescale_is_h_over_h_and_forward_unchanged():
     grads, logits = {}, {}
     for rescale in (True, False):
         model = make_tiny_llama()
-        slices = A.attach(model, A.HeadSpec(heads=SPEC.heads, rescale=rescale))
+        slices = adapter.attach(model, adapter.HeadSpec(heads=SPEC.heads, rescale=rescale))
         out = model(_ids(), labels=_ids())
         out.loss.backward()
         grads[rescale] = {k: p.grad for k, p in slices.items()}
@@ -196,20 +196,20 @@ def test_adapter_round_trip_and_merge(tmp_path):
     with torch.no_grad():
         trained = model(_ids()).logits
     trainer.save_model(str(tmp_path / "adapter"))
-    meta = json.loads((tmp_path / "adapter" / A.ADAPTER_CONFIG).read_text())
+    meta = json.loads((tmp_path / "adapter" / adapter.ADAPTER_CONFIG).read_text())
     assert meta["spec"]["heads"] == [list(h) for h in SPEC.heads]
     fresh = make_tiny_llama()
-    assert A.load_adapter(fresh, tmp_path / "adapter") == SPEC
+    assert adapter.load_adapter(fresh, tmp_path / "adapter") == SPEC
     with torch.no_grad():
         assert torch.equal(fresh(_ids()).logits, trained)
-    A.merge(fresh).save_pretrained(tmp_path / "merged")
+    adapter.merge(fresh).save_pretrained(tmp_path / "merged")
     full = AutoModelForCausalLM.from_pretrained(tmp_path / "merged", attn_implementation="eager").eval()
     with torch.no_grad():
         torch.testing.assert_close(full(_ids()).logits, trained, atol=1e-5, rtol=0)
-    small = (tmp_path / "adapter" / A.ADAPTER_WEIGHTS).stat().st_size
+    small = (tmp_path / "adapter" / adapter.ADAPTER_WEIGHTS).stat().st_size
     assert small < 0.25 * (tmp_path / "merged" / "model.safetensors").stat().st_size
     with pytest.raises(FileNotFoundError, match="adapter.json"):
-        A.load_adapter(make_tiny_llama(), tmp_path / "nothing")
+        adapter.load_adapter(make_tiny_llama(), tmp_path / "nothing")
 
 
 def test_resume_after_interruption_equals_uninterrupted(tmp_path):
@@ -235,10 +235,10 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "cut", [Crash()])
     ckpt = tmp_path / "cut" / "checkpoint-2"
-    assert (ckpt / A.ADAPTER_WEIGHTS).exists() and not (ckpt / "model.safetensors").exists()
+    assert (ckpt / adapter.ADAPTER_WEIGHTS).exists() and not (ckpt / "model.safetensors").exists()
     resumed, t = run(tmp_path / "cut", resume=str(ckpt))
     assert t.state.global_step == 4
-    a, b = A.trainable_state(whole), A.trainable_state(resumed)
+    a, b = adapter.trainable_state(whole), adapter.trainable_state(resumed)
     assert a.keys() == b.keys()
     for k in a:
         assert torch.equal(a[k], b[k]), k

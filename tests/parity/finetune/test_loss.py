@@ -6,7 +6,7 @@ import torch
 from factories import make_tiny_llama, random_sft_rows
 from transformers import Trainer
 
-from arithmech.finetune import adapter as A
+from arithmech.finetune import adapter
 from arithmech.finetune.data import Collator
 from arithmech.finetune.loss import completion_loss
 from arithmech.finetune.runner import CompletionLossTrainer, HeadMaskedTrainer, training_args
@@ -82,7 +82,7 @@ def test_precise_sft_uses_it_and_matches_the_models_loss(tmp_path):
             inputs.pop("row_id", None)
             return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
 
-    spec = A.HeadSpec(heads=((1, 0), (2, 3)))
+    spec = adapter.HeadSpec(heads=((1, 0), (2, 3)))
     rows = random_sft_rows(16, seed=7)
     own, _ = _train(OwnLoss, rows, tmp_path / "own", spec)
     ours, _ = _train(HeadMaskedTrainer, rows, tmp_path / "ours", spec)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from factories import make_tiny_llama, random_sft_rows
 
-from arithmech.finetune import adapter as A
+from arithmech.finetune import adapter
 from arithmech.finetune.data import Collator
 from arithmech.finetune.runner import HeadMaskedTrainer, training_args
 
@@ -22,8 +22,8 @@ def _train(make, spec, rows, tmp, cache, pad=0):
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     grads_on_frozen = [n for n, p in model.named_parameters() if not p.requires_grad and p.grad is not None]
-    slices = {k: v.detach().clone() for k, v in A.trainable_state(model).items()}
-    return losses, slices, A.merge(model).state_dict(), orig, trainer, grads_on_frozen
+    slices = {k: v.detach().clone() for k, v in adapter.trainable_state(model).items()}
+    return losses, slices, adapter.merge(model).state_dict(), orig, trainer, grads_on_frozen
 
 
 def _check(make, spec, rows, tmp_path, pad=0):
@@ -51,7 +51,7 @@ def test_cached_prefix_equals_plain_tiny_gqa_llama(tmp_path):
     precise SFT from the cached prefix (lowest trained layer 2, plus an MLP) give the plain run's per-step
     losses (1e-6 relative) and slices (1e-6), change exactly the same entries, compute each row's prefix
     once, and leave no gradient on a frozen tensor."""
-    spec = A.HeadSpec(heads=((2, 0), (2, 3), (3, 1)), mlps=(3,))
+    spec = adapter.HeadSpec(heads=((2, 0), (2, 3), (3, 1)), mlps=(3,))
     _check(lambda: make_tiny_llama("sdpa", n_layers=4), spec, random_sft_rows(24), tmp_path)
 
 
@@ -71,7 +71,7 @@ def test_cached_prefix_equals_plain_embedded(tmp_path):
         m.load_state_dict(state)
         return m.double()
     k = geo.n_layers // 2
-    spec = A.HeadSpec(heads=((k, 0), (k, 1), (geo.n_layers - 1, 2)))
+    spec = adapter.HeadSpec(heads=((k, 0), (k, 1), (geo.n_layers - 1, 2)))
     _check(make, spec, rows, tmp_path, pad=tok.pad_token_id)
 
 
@@ -80,5 +80,5 @@ def test_cache_prefix_refused_when_not_exact():
     model = make_tiny_llama("sdpa")
     args = training_args("/tmp/unused", batch_size=4, micro_batch_size=4, max_steps=1)
     with pytest.raises(ValueError, match="cache_prefix"):
-        HeadMaskedTrainer(model, args, spec=A.HeadSpec(heads=((0, 1),)), cache_prefix=True,
+        HeadMaskedTrainer(model, args, spec=adapter.HeadSpec(heads=((0, 1),)), cache_prefix=True,
                           train_dataset=random_sft_rows(24), data_collator=Collator(0))

@@ -9,13 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.data.batches import answer_ids
-from arithmech.identify import pipeline as IP
+from arithmech.identify import pipeline
 from arithmech.methods import attention as At
-from arithmech.methods import effects as EF
-from arithmech.methods import explorer as E
-from arithmech.methods import explorer as X
+from arithmech.methods import effects, explorer
 from arithmech.methods.ablation.intervention import Forwards
 from arithmech.methods.ablation.knockout import Ablation, knockout_topk
 
@@ -34,12 +32,12 @@ def page(eager_embedded):
     """Effects of a small identify run, 10 prompts over every template family (several token lengths), the
     precomputed tables."""
     net, tok = eager_embedded
-    res = IP.identify(net, tok, ["addition", "subtraction"], n_samples=24, seed=0, knockout=False, transfer=False,
+    res = pipeline.identify(net, tok, ["addition", "subtraction"], n_samples=24, seed=0, knockout=False, transfer=False,
                      prob=False)
-    heads = X.head_steps(res.effects, THRESHOLDS)
-    means = X.knockout_means(net, tok, [s for ss in res.tasks.values() for s in ss])
-    samples, _ = D.make_pairs(tok, "all", n=10, seed=3, draw=D.Draw("first", 0, 1))
-    return res, heads, means, samples, X.precompute(net, tok, samples, heads, THRESHOLDS, means, max_heads=4,
+    heads = explorer.head_steps(res.effects, THRESHOLDS)
+    means = explorer.knockout_means(net, tok, [s for ss in res.tasks.values() for s in ss])
+    samples, _ = pairs.make_pairs(tok, "all", n=10, seed=3, draw=pairs.Draw("first", 0, 1))
+    return res, heads, means, samples, explorer.precompute(net, tok, samples, heads, THRESHOLDS, means, max_heads=4,
                                                     batch_size=3)
 
 
@@ -47,9 +45,9 @@ def test_key_head_steps_follow_identifys_rule(page):
     """Protects the slider: at each step the key heads are exactly identify.key_heads(threshold)'s, in its order,
     and the sets only grow from strict to loose thresholds."""
     res, heads, *_ = page
-    sets = X.step_heads(heads, len(THRESHOLDS))
+    sets = explorer.step_heads(heads, len(THRESHOLDS))
     for t, got in zip(THRESHOLDS, sets):
-        want = [(h["layer"], h["head"]) for h in EF.key_heads(res.effects, "all", t)["heads"]]
+        want = [(h["layer"], h["head"]) for h in effects.key_heads(res.effects, "all", t)["heads"]]
         assert got == want
     assert all(set(a) <= set(b) for a, b in zip(sets, sets[1:]))
     assert len(sets[0]) < len(sets[-1])                    # the slider changes something on this run
@@ -60,12 +58,12 @@ def test_precomputed_top5_equals_top_next_intact_and_knocked_out(page, eager_emb
     mean-ablated at END, equal top_next on that prompt alone (batching of equal-length prompts changes nothing)."""
     net, tok = eager_embedded
     _, heads, means, samples, d = page
-    sets = X.step_heads(heads, len(THRESHOLDS))
+    sets = explorer.step_heads(heads, len(THRESHOLDS))
     top = d["top"].set_index(["id", "step"])
     for i, s in enumerate(samples):
         for step in range(-1, len(THRESHOLDS)):
             hs = sets[step] if step >= 0 else []
-            ref = X.top_next(net, tok, s.clean, 5, X.mean_ablation(net, hs, means) if hs else None)
+            ref = explorer.top_next(net, tok, s.clean, 5, explorer.mean_ablation(net, hs, means) if hs else None)
             row = top.loc[(i, step)]
             assert list(row.tokens) == list(ref.token), (s.clean, step)
             torch.testing.assert_close(torch.tensor(row.probs), torch.tensor(ref.prob.to_list()), atol=1e-4, rtol=0)
@@ -81,13 +79,13 @@ def test_precomputed_attention_and_mlp_equal_the_one_prompt_views(page, eager_em
     att = d["attention"].set_index(["id", "name"])
     toks = d["tokens"]
     for i, s in enumerate(samples):
-        ref = X.attention_strip(net, tok, s.clean, shown, s.positions)
+        ref = explorer.attention_strip(net, tok, s.clean, shown, s.positions)
         for name, g in ref.groupby("head", sort=False):                         # head: "layer.head"
             torch.testing.assert_close(torch.tensor(att.loc[(i, name)].scores), torch.tensor(g.score.to_list()),
                                        atol=6e-4, rtol=0)            # stored with 3 decimals
         mine = toks[toks.id == i].sort_values("pos")
         assert list(mine.token) == list(ref.token[:len(mine)]) and list(mine.role) == list(ref.role[:len(mine)])
-        lt = X.layer_top_numbers(net, tok, s.clean, k=1)
+        lt = explorer.layer_top_numbers(net, tok, s.clean, k=1)
         row = d["mlp"].set_index("id").loc[i]
         assert list(row.tokens) == list(lt.token)
         torch.testing.assert_close(torch.tensor(row.cosines), torch.tensor(lt.cosine.to_list()), atol=6e-4, rtol=0)
@@ -114,9 +112,9 @@ def test_explorer_callbacks_and_knockout(word_llama_fig8):
     slices of the o_proj input (other heads untouched) and gives the same top-5 as identify's knockout_topk;
     attention rows sum to 1."""
     model, tok, samples = word_llama_fig8
-    means = E.knockout_means(model, tok, samples)
-    ko = E.mean_ablation(model, [(0, 0), (0, 3)], means)
-    r = E.explore(model, tok, "4 + 3 =", "4 @ 3 =", head=(2, 1), knockout=ko)
+    means = explorer.knockout_means(model, tok, samples)
+    ko = explorer.mean_ablation(model, [(0, 0), (0, 3)], means)
+    r = explorer.explore(model, tok, "4 + 3 =", "4 @ 3 =", head=(2, 1), knockout=ko)
     top = r["top"]
     assert len(top) == 4 * 5 and set(top.input) == {"prompt", "counterfactual"}
     assert set(top.condition) == {"intact", "knockout"}
@@ -134,7 +132,7 @@ def test_explorer_callbacks_and_knockout(word_llama_fig8):
     mu = means.z["*"][0].unflatten(-1, (4, -1))                              # (2 positions: BOS, rest; H, dh)
     seq = ids.shape[1]
     for positions in ("end", "all"):
-        ko = E.mean_ablation(model, [(0, 0), (0, 3)], means, positions=positions)
+        ko = explorer.mean_ablation(model, [(0, 0), (0, 3)], means, positions=positions)
         with torch.no_grad(), ko(), At.TraceDict(model, [name], retain_input=True) as t:  # edit runs first
             model(ids)
         z = t[name].input.unflatten(-1, (4, -1))
@@ -146,7 +144,7 @@ def test_explorer_callbacks_and_knockout(word_llama_fig8):
                     want = torch.cat([mu[:1, h], mu[1:, h].expand(seq - 1, -1)])
             torch.testing.assert_close(z[0, :, h], want)
         # the same knockout through the identify step's code gives the same top-5
-        kt = E.top_next(model, tok, "4 + 3 =", 5, ko)
+        kt = explorer.top_next(model, tok, "4 + 3 =", 5, ko)
         ids_ko, p_ko = knockout_topk(model, tok, ["4 + 3 ="], None, means, [Ablation.of([(0, 0), (0, 3)])], k=5,
                                      forwards=Forwards(positions=positions))
         assert kt.token.tolist() == tok.convert_ids_to_tokens(ids_ko[0, 0].tolist())

@@ -9,9 +9,7 @@ import torch
 from arithmech.core.trace import TraceDict
 from arithmech.data import pairs
 from arithmech.data.batches import answer_ids
-from arithmech.methods import faithfulness as F
-from arithmech.methods import faithfulness_lds as LD
-from arithmech.methods import faithfulness_settings as FS
+from arithmech.methods import faithfulness, faithfulness_lds, faithfulness_settings
 from arithmech.methods.ablation.knockout import Ablation
 from arithmech.methods.ablation.pool import build_pool, fold, pool_prompts
 from arithmech.methods.prepare import task_templates
@@ -28,8 +26,8 @@ def setup(embedded_model):
     universe = [(l, h) for l in range(L) for h in list(range(H)) + ["mlp"]]
     clean, corrupt = [s.clean for s in samples], [s.corrupt for s in samples]
     ans_r = answer_ids(tok, samples)
-    z_r, m_r, logit_r = LD.end_values(model, tok, clean)
-    ans_c = LD.end_values(model, tok, corrupt)[2].argmax(-1)
+    z_r, m_r, logit_r = faithfulness_lds.end_values(model, tok, clean)
+    ans_c = faithfulness_lds.end_values(model, tok, corrupt)[2].argmax(-1)
     at = torch.arange(len(samples))
     ld_r = logit_r[at, ans_r].double() - logit_r[at, ans_c].double()
     return dict(model=model, tok=tok, samples=samples, means=means, pool=pool, universe=universe, clean=clean,
@@ -38,27 +36,27 @@ def setup(embedded_model):
 
 def _settings(n_boot=50):
     """The settings the rows below are written with (seed 0, held-out)."""
-    return FS.FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=n_boot, bootstrap="cluster", split="held-out",
+    return faithfulness_settings.FaithfulnessSettings(n_max=20, n_random=20, seed=0, n_boot=n_boot, bootstrap="cluster", split="held-out",
                                   batch_size=64, converse_random=False)
 
 
 def _rows(method, ablation, plan, num, den):
-    """:func:`F.circuit_rows` of task ``"t"`` at END, each prompt its own unit, 6 problems."""
-    return F.circuit_rows(FS.Rows("t", method, ablation, "end", F.BASELINE[method]), plan, num, den, _settings(),
-                          F.Units(None, None, 6))
+    """:func:`faithfulness.circuit_rows` of task ``"t"`` at END, each prompt its own unit, 6 problems."""
+    return faithfulness.circuit_rows(faithfulness_settings.Rows("t", method, ablation, "end", faithfulness.BASELINE[method]), plan, num, den, _settings(),
+                          faithfulness.Units(None, None, 6))
 
 
 def _lds(s, prompts, source, keys, ablations):
-    return LD.lds(s["model"], s["tok"], prompts, keys, source, ablations, (s["ans_r"], s["ans_c"]))
+    return faithfulness_lds.lds(s["model"], s["tok"], prompts, keys, source, ablations, (s["ans_r"], s["ans_c"]))
 
 
 def test_noising_endpoints_are_exact(setup):
     """Protects the share's two ends: keeping every component is the X_r run itself (share exactly 1, not
     1 ± rounding) and keeping none is the all-ablated run (share exactly 0)."""
     s = setup
-    every = F.ablation_of(s["universe"])
+    every = faithfulness.ablation_of(s["universe"])
     keys = [s["means"].key(x) for x in s["samples"]]
-    keep_all, keep_none = F.ablation_of([]), F.ablation_of(s["universe"])   # ablate nothing / everything outside ∅
+    keep_all, keep_none = faithfulness.ablation_of([]), faithfulness.ablation_of(s["universe"])   # ablate nothing / everything outside ∅
     ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), every, keep_all, keep_none])
     plan = [("top", -1, len(s["universe"]), tuple(s["universe"])), ("top", -1, 0, ())]
     rows = _rows("noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1])
@@ -72,21 +70,21 @@ def test_resample_from_itself_is_no_ablation(setup):
     """Protects resample ablation's plumbing: every component replaced by its own END value on the same prompt
     changes no bit of the logit difference (a wrong row, prompt or position would)."""
     s = setup
-    own = LD.PerPrompt(s["z_r"], s["m_r"])
+    own = faithfulness_lds.PerPrompt(s["z_r"], s["m_r"])
     idx = list(range(len(s["clean"])))
-    ablated = _lds(s, s["clean"], own, idx, [F.ablation_of(s["universe"])])
+    ablated = _lds(s, s["clean"], own, idx, [faithfulness.ablation_of(s["universe"])])
     clean = _lds(s, s["clean"], own, idx, [Ablation()])
     assert torch.equal(ablated, clean)
-    shifted = LD.PerPrompt(s["z_r"].roll(1, 0), s["m_r"].roll(1, 0))     # another prompt's values: must differ
-    assert not torch.equal(_lds(s, s["clean"], shifted, idx, [F.ablation_of(s["universe"])]), clean)
+    shifted = faithfulness_lds.PerPrompt(s["z_r"].roll(1, 0), s["m_r"].roll(1, 0))     # another prompt's values: must differ
+    assert not torch.equal(_lds(s, s["clean"], shifted, idx, [faithfulness.ablation_of(s["universe"])]), clean)
 
 
 def test_denoising_every_component_gives_x_r(setup):
     """Protects denoising's direction: X_c with every head and MLP patched from X_r at END is X_r at END (the
     END token is the same), so its LD is LD(X_r) up to float rounding."""
     s = setup
-    ld = _lds(s, s["corrupt"], LD.PerPrompt(s["z_r"], s["m_r"]), list(range(len(s["corrupt"]))),
-              [F.ablation_of(s["universe"]), Ablation()])
+    ld = _lds(s, s["corrupt"], faithfulness_lds.PerPrompt(s["z_r"], s["m_r"]), list(range(len(s["corrupt"]))),
+              [faithfulness.ablation_of(s["universe"]), Ablation()])
     assert torch.allclose(ld[0], s["ld_r"], atol=1e-4)
     plan = [("top", -1, 2, ((0, 0), (1, 1))), ("top", -1, 0, ())]
     rows = _rows("denoising", "x_r", plan, torch.stack([ld[0] - ld[1], ld[1] - ld[1]], 1), ld[0] - ld[1])
@@ -130,8 +128,8 @@ def test_one_circuit_equals_literal_hooks(setup):
     circuit = [(0, "mlp"), (0, 0), (2, 3), (3, "mlp"), (4, 1)]
     rest = [c for c in s["universe"] if c not in circuit]
     keys = [s["means"].key(x) for x in s["samples"]]
-    got = _lds(s, s["clean"], s["means"], keys, [F.ablation_of(rest)])[0]
-    den = _lds(s, s["corrupt"], LD.PerPrompt(s["z_r"], s["m_r"]), list(range(6)), [F.ablation_of(circuit)])[0]
+    got = _lds(s, s["clean"], s["means"], keys, [faithfulness.ablation_of(rest)])[0]
+    den = _lds(s, s["corrupt"], faithfulness_lds.PerPrompt(s["z_r"], s["m_r"]), list(range(6)), [faithfulness.ablation_of(circuit)])[0]
     for i, x in enumerate(s["samples"]):
         seq = len(tok(x.clean)["input_ids"])
         z, m = s["means"].lookup(keys[i], seq)
@@ -146,7 +144,7 @@ def test_resample_sources_match_template_length_and_leave_the_fold_out(setup):
     of another fold (as the mean leaves the prompt's own fold out), and the draw is seeded."""
     s = setup
     tok = s["tok"]
-    src, tiers = LD.resample_sources(tok, s["samples"], s["pool"], seed=0)
+    src, tiers = faithfulness_lds.resample_sources(tok, s["samples"], s["pool"], seed=0)
     by_prompt = {p.corrupt: p for ps in s["pool"].values() for p in ps}
     for x, p in zip(s["samples"], src):
         q = by_prompt[p]
@@ -154,7 +152,7 @@ def test_resample_sources_match_template_length_and_leave_the_fold_out(setup):
             assert q.template == x.template
         assert len(tok(p)["input_ids"]) == len(tok(x.clean)["input_ids"])
         assert fold(q.a, q.b, 4) != fold(x.a, x.b, 4)
-    assert LD.resample_sources(tok, s["samples"], s["pool"], seed=0)[0] == src
+    assert faithfulness_lds.resample_sources(tok, s["samples"], s["pool"], seed=0)[0] == src
 
 
 def test_a_prompt_no_pool_prompt_matches_in_length_has_no_source(setup):
@@ -165,13 +163,13 @@ def test_a_prompt_no_pool_prompt_matches_in_length_has_no_source(setup):
     s = setup
     tok = s["tok"]
     odd = dataclasses.replace(s["samples"][0], clean=s["samples"][0].clean + " 1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9")
-    src, tiers = LD.resample_sources(tok, [odd] + list(s["samples"]), s["pool"], seed=0)
+    src, tiers = faithfulness_lds.resample_sources(tok, [odd] + list(s["samples"]), s["pool"], seed=0)
     assert src[0] is None and tiers["none"] == 1
-    alone, _ = LD.resample_sources(tok, s["samples"], s["pool"], seed=0)
+    alone, _ = faithfulness_lds.resample_sources(tok, s["samples"], s["pool"], seed=0)
     assert all(x is not None for x in alone) and len(src) == len(alone) + 1
     class _Settings:                      # what sourced reads of FaithfulnessSettings
         seed, batch_size = 0, 64
-    kept, left = LD.sourced(tok, [odd] + list(s["samples"]), s["pool"], object(), _Settings())  # type: ignore[arg-type]
+    kept, left = faithfulness_lds.sourced(tok, [odd] + list(s["samples"]), s["pool"], object(), _Settings())  # type: ignore[arg-type]
     assert left == 1 and kept == list(s["samples"])   # the step hands these to the END and cross-position curves
 
 
@@ -180,14 +178,14 @@ def test_random_circuits_lie_outside_the_top_n():
     component ranked just below n (the band can include strong components: it is not heads-only by
     construction), is seeded, and a top N too large to draw from is refused."""
     uni = [(l, h) for l in range(3) for h in range(4)]
-    plan = F.circuits(uni, uni, 4, 20, seed=1)
+    plan = faithfulness.circuits(uni, uni, 4, 20, seed=1)
     assert [p[2] for p in plan if p[0] == "top"] == [1, 2, 3, 4]
     rnd = [p for p in plan if p[0] == "random"]
     assert len(rnd) == 80 and all(len(c) == n and not set(c) & set(uni[:n]) for _, _, n, c in rnd)
     assert any(uni[1] in c for _, _, n, c in rnd if n == 1)
-    assert F.circuits(uni, uni, 4, 20, seed=1) == plan and F.circuits(uni, uni, 4, 20, seed=2) != plan
+    assert faithfulness.circuits(uni, uni, 4, 20, seed=1) == plan and faithfulness.circuits(uni, uni, 4, 20, seed=2) != plan
     with pytest.raises(ValueError, match="n_max"):
-        F.circuits(uni, uni, 7, 20, seed=1)
+        faithfulness.circuits(uni, uni, 7, 20, seed=1)
 
 
 def test_recovery_equals_a_literal_per_prompt_loop(setup):
@@ -200,7 +198,7 @@ def test_recovery_equals_a_literal_per_prompt_loop(setup):
     circuit = [(0, "mlp"), (1, 0), (2, 3)]
     rest = [c for c in s["universe"] if c not in circuit]
     keys = [s["means"].key(x) for x in s["samples"]]
-    ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), F.ablation_of(s["universe"]), F.ablation_of(rest)])
+    ld = _lds(s, s["clean"], s["means"], keys, [Ablation(), faithfulness.ablation_of(s["universe"]), faithfulness.ablation_of(rest)])
     plan = [("top", -1, 3, tuple(circuit))]
     row = _rows("noising", "mean", plan, (ld[2:] - ld[1]).T, ld[0] - ld[1])[0]
     vals, raw = [], []

@@ -13,8 +13,7 @@ from arithmech.core.trace import Trace, TraceDict
 from arithmech.data import pairs
 from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
-from arithmech.methods import faithfulness as F
-from arithmech.methods import faithfulness_sites as S
+from arithmech.methods import faithfulness, faithfulness_sites
 from arithmech.methods.ablation.pool import build_pool, pool_prompts
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings
 from arithmech.methods.prepare import task_templates
@@ -38,7 +37,7 @@ def test_a_patch_at_one_position_changes_no_earlier_position_and_equals_literal_
     s = setup
     model, tok, x = s["model"], s["tok"], s["samples"][0]
     L, H = s["L"], s["H"]
-    (z_r,), _ = S.head_values(model, tok, [x.clean])
+    (z_r,), _ = faithfulness_sites.head_values(model, tok, [x.clean])
     seq, p, l, h = z_r.shape[1], x.positions["B"][0], 1, 2
     mask = torch.zeros(L, seq, H, dtype=torch.bool)
     mask[l, p, h] = True
@@ -46,14 +45,14 @@ def test_a_patch_at_one_position_changes_no_earlier_position_and_equals_literal_
     norm = "model.norm"
     with prefix.enabled(False):                                  # every row whole: the norm sees every position
         with Trace(model, norm) as t:
-            whole = S.site_lds(model, tok, [x.corrupt], [z_r], [[mask]], ans_r, ans_c)[0, 0]
+            whole = faithfulness_sites.site_lds(model, tok, [x.corrupt], [z_r], [[mask]], ans_r, ans_c)[0, 0]
             patched = t.output[0].clone()
         with Trace(model, norm) as t:
-            S.site_lds(model, tok, [x.corrupt], [z_r], [[torch.zeros_like(mask)]], ans_r, ans_c)
+            faithfulness_sites.site_lds(model, tok, [x.corrupt], [z_r], [[torch.zeros_like(mask)]], ans_r, ans_c)
             plain = t.output[0].clone()
     assert torch.equal(patched[:p], plain[:p])
     assert not torch.equal(patched[-1], plain[-1])
-    got = S.site_lds(model, tok, [x.corrupt], [z_r], [[mask]], ans_r, ans_c)[0, 0]    # positions < p as a KV cache
+    got = faithfulness_sites.site_lds(model, tok, [x.corrupt], [z_r], [[mask]], ans_r, ans_c)[0, 0]    # positions < p as a KV cache
     assert abs(float(got) - float(whole)) < 1e-4
     dh = z_r.shape[-1] // H
 
@@ -78,7 +77,7 @@ def test_sanity_circuits_are_one_and_zero_in_both_directions(setup):
     patched (denoising) recovers exactly 1, none exactly 0; the all-patched X_c equals X_r at END; the rows are
     bounded and the reading circuit's random draws are layer-matched."""
     s = setup
-    rows, info = S.cross_position(s["model"], s["tok"], s["samples"], s["means"], reading=[(1, 0)], key=[(3, 1)],
+    rows, info = faithfulness_sites.cross_position(s["model"], s["tok"], s["samples"], s["means"], reading=[(1, 0)], key=[(3, 1)],
                                   task="all", settings=_settings(n_random=20, n_boot=50))
     f = pd.DataFrame(rows)
     for m in ("noising", "denoising"):
@@ -102,34 +101,34 @@ def test_the_noising_denominator_is_the_effect_through_ends_heads(setup):
     samples = s["samples"]
     universe = tuple((l, h, "operands") for l in range(L) for h in range(H))
     at_end = tuple((l, h, "end") for l in range(L) for h in range(H))
-    z = [S.head_values(model, tok, [x.clean])[0][0] for x in samples]
-    masks = [[S.site_mask(c, x.positions, zz.shape[1], L, H) for x, zz in zip(samples, z)] for c in (universe, at_end)]
+    z = [faithfulness_sites.head_values(model, tok, [x.clean])[0][0] for x in samples]
+    masks = [[faithfulness_sites.site_mask(c, x.positions, zz.shape[1], L, H) for x, zz in zip(samples, z)] for c in (universe, at_end)]
     mean_z = [s["means"].lookup(s["means"].key(x), zz.shape[1])[0] for x, zz in zip(samples, z)]
     ans_r = answer_ids(tok, samples)
     ans_c = (ans_r + 1) % model.config.vocab_size
-    ld = S.site_lds(model, tok, [x.clean for x in samples], mean_z, masks + [[torch.zeros_like(m) for m in masks[0]]],
+    ld = faithfulness_sites.site_lds(model, tok, [x.clean for x in samples], mean_z, masks + [[torch.zeros_like(m) for m in masks[0]]],
                     ans_r, ans_c)
     assert torch.allclose(ld[0], ld[1], atol=1e-4) and not torch.allclose(ld[0], ld[2], atol=1e-2)
-    rows, _ = S.cross_position(model, tok, samples, s["means"], reading=[(1, 0)], key=[(3, 1)], task="all",
+    rows, _ = faithfulness_sites.cross_position(model, tok, samples, s["means"], reading=[(1, 0)], key=[(3, 1)], task="all",
                                settings=_settings(n_random=2, n_boot=20))
     f = pd.DataFrame(rows)
-    assert set(f[f.method == "noising"].baseline) == {S.BASELINE} and set(f[f.method == "denoising"].baseline) == {"X_c"}
-    assert "MLPs recomputed" in S.BASELINE and F.BASELINE["noising"] == "every head and MLP at END ablated"
+    assert set(f[f.method == "noising"].baseline) == {faithfulness_sites.BASELINE} and set(f[f.method == "denoising"].baseline) == {"X_c"}
+    assert "MLPs recomputed" in faithfulness_sites.BASELINE and faithfulness.BASELINE["noising"] == "every head and MLP at END ablated"
 
 
 def test_random_layer_circuits_match_layers_and_positions():
     """Protects the layer-matched control: each draw keeps every site's layer and position set, never uses a
     circuit head or the same head twice, is seeded, and a layer with no free head is refused."""
-    sites = S.circuit([(2, 0), (2, 1)], [(4, 3), (2, 0)])
+    sites = faithfulness_sites.circuit([(2, 0), (2, 1)], [(4, 3), (2, 0)])
     assert sites == ((2, 0, "operands"), (2, 1, "operands"), (4, 3, "end"))
-    draws = S.random_layer_circuits(sites, 4, 30, seed=3)
+    draws = faithfulness_sites.random_layer_circuits(sites, 4, 30, seed=3)
     for d in draws:
         assert [(l, w) for l, _, w in d] == [(l, w) for l, _, w in sites]
         assert not {(l, h) for l, h, _ in d} & {(l, h) for l, h, _ in sites}
         assert len({(l, h) for l, h, _ in d}) == len(d)
-    assert draws == S.random_layer_circuits(sites, 4, 30, seed=3) != S.random_layer_circuits(sites, 4, 30, seed=4)
+    assert draws == faithfulness_sites.random_layer_circuits(sites, 4, 30, seed=3) != faithfulness_sites.random_layer_circuits(sites, 4, 30, seed=4)
     with pytest.raises(ValueError, match="layer 2"):
-        S.random_layer_circuits(((2, 0, "end"), (2, 1, "end"), (2, 2, "end")), 4, 1, seed=0)
+        faithfulness_sites.random_layer_circuits(((2, 0, "end"), (2, 1, "end"), (2, 2, "end")), 4, 1, seed=0)
 
 
 def test_reading_heads_are_above_every_heads_95th_percentile():
@@ -138,5 +137,5 @@ def test_reading_heads_are_above_every_heads_95th_percentile():
     rows = [{"layer": l, "head": h, "role": "operand", "task": "all", "mass_nofirst": 0.01 * (8 * l + h)}
             for l in range(5) for h in range(8)]
     roles = pd.DataFrame(rows)
-    assert S.reading_heads(roles, k=5) == [(4, 7), (4, 6)]       # 40 heads: the top 2 lie above the 95th percentile
-    assert S.reading_heads(roles, k=1) == [(4, 7)]
+    assert faithfulness_sites.reading_heads(roles, k=5) == [(4, 7), (4, 6)]       # 40 heads: the top 2 lie above the 95th percentile
+    assert faithfulness_sites.reading_heads(roles, k=1) == [(4, 7)]

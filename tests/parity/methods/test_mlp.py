@@ -10,7 +10,7 @@ import pytest
 import torch
 from factories import manual_forward
 
-from arithmech.methods import mlp as M
+from arithmech.methods import mlp
 
 
 @pytest.mark.parametrize("final_norm", [True, False])
@@ -19,12 +19,12 @@ def test_mlp_projection_equals_direct_computation(word_llama_fig8, final_norm):
     MLP output, the final norm (gain) applied or not, cosines against the right W_U rows, 'other' = mean
     over the other digits — all equal to the hand-written forward."""
     model, tok, samples = word_llama_fig8
-    df = M.mlp_projection(model, tok, samples, final_norm=final_norm, batch_size=4)
+    df = mlp.mlp_projection(model, tok, samples, final_norm=final_norm, batch_size=4)
     W = model.lm_head.weight.detach()
     g = model.model.norm.weight.detach() if final_norm else torch.ones_like(W[0])
     digits = {d: tok.convert_tokens_to_ids(str(d)) for d in range(10)}
     cos = lambda v, t: float(torch.nn.functional.cosine_similarity(g * v, W[t], dim=0))
-    want = {q: np.zeros(5) for q in M.MLP_QUANTITIES}
+    want = {q: np.zeros(5) for q in mlp.MLP_QUANTITIES}
     for s in samples:
         ids = tok(s.clean)["input_ids"]
         _, mids, mlps, _ = manual_forward(model, ids)
@@ -42,7 +42,7 @@ def test_mlp_projection_equals_direct_computation(word_llama_fig8, final_norm):
 def test_layer_top_numbers_ranks_digits_by_cosine(word_llama_fig8):
     """Protects Fig. 6c: per layer, the top digits of MLP_out − MLP_in, sorted, equal a direct ranking."""
     model, tok, _ = word_llama_fig8
-    top = M.layer_top_numbers(model, tok, "4 + 3 =", k=3)
+    top = mlp.layer_top_numbers(model, tok, "4 + 3 =", k=3)
     _, _, mlps, _ = manual_forward(model, tok("4 + 3 =")["input_ids"])
     g, W = model.model.norm.weight.detach(), model.lm_head.weight.detach()
     for l in range(5):

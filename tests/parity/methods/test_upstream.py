@@ -8,8 +8,7 @@ import torch
 from factories import prompt_pairs
 from factories import scaled_biased_llama as _scaled_model
 
-from arithmech.methods import upstream as U
-from arithmech.methods import upstream_reference as UR
+from arithmech.methods import upstream, upstream_reference
 from arithmech.methods.patch_inputs import Inputs
 from arithmech.methods.patching import end_cache
 
@@ -28,17 +27,17 @@ def test_upstream_fast_equals_reference_on_biased_gqa(embedded_tokenizer):
     model = _scaled_model(tok)
     samples, clean_p, corrupt_p, ans, c, x, roles = _setup(model, tok, 6, 1)
     rec, senders = [(2, 1), (1, 3)], [(0, 0), (0, 3), (0, 4), (1, 2), (1, 4)]
-    fast = U.upstream_fast(model, tok, Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), rec)
-    ref = UR.upstream_reference(model, tok, Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), rec,
+    fast = upstream.upstream_fast(model, tok, Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), rec)
+    ref = upstream_reference.upstream_reference(model, tok, Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles), rec,
                                 senders=senders)
-    end_only = U.upstream_fast(model, tok, Inputs(clean_p, c, x, ans), rec)
+    end_only = upstream.upstream_fast(model, tok, Inputs(clean_p, c, x, ans), rec)
     for r in rec:
-        cols = [U.senders_of(model, r).index(s) for s in senders if s[0] < r[0]]
+        cols = [upstream.senders_of(model, r).index(s) for s in senders if s[0] < r[0]]
         f, g = fast[r][:, cols], ref[r][:, cols]
-        assert fast[r].shape == (6, r[0] * 5, len(U.COLUMNS)) and not g.isnan().any()
+        assert fast[r].shape == (6, r[0] * 5, len(upstream.COLUMNS)) and not g.isnan().any()
         assert (f - g).abs().max() <= 1e-5, r
         assert (end_only[r] - fast[r][..., :3]).abs().max() <= 1e-6 and f.abs().max() > 1e-3
-        for ci, (position, path) in enumerate(U.COLUMNS):
+        for ci, (position, path) in enumerate(upstream.COLUMNS):
             if position != "A":                     # A moves only where the operator comes first (next test)
                 assert f[..., ci].abs().max() > 1e-4, (r, position, path)   # 10x the tolerance
 
@@ -51,8 +50,8 @@ def test_operand_before_the_operator_is_exactly_zero(embedded_tokenizer):
     model = _scaled_model(tok)
     samples, clean_p, corrupt_p, ans, c, x, roles = _setup(model, tok, 6, 1)
     inputs = Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
-    out = U.upstream_fast(model, tok, inputs, [(2, 1)])[(2, 1)]
-    a_cols = [i for i, (p, _) in enumerate(U.COLUMNS) if p == "A"]
+    out = upstream.upstream_fast(model, tok, inputs, [(2, 1)])[(2, 1)]
+    a_cols = [i for i, (p, _) in enumerate(upstream.COLUMNS) if p == "A"]
     before = torch.tensor([s.positions["A"][0] < s.positions["operator"][0] for s in samples])
     assert before.any() and (~before).any()
     assert torch.equal(out[before][..., a_cols], torch.zeros_like(out[before][..., a_cols]))
@@ -66,9 +65,9 @@ def test_upstream_fast_equals_reference_on_the_embedded_model(embedded_model):
     samples, clean_p, corrupt_p, ans, c, x, roles = _setup(model, tok, 4, 3)
     rec, senders = [(3, 2)], [(0, 1), (1, 8), (2, 5)]
     inputs = Inputs(clean_p, c, x, ans, corrupt_prompts=corrupt_p, roles=roles)
-    fast = U.upstream_fast(model, tok, inputs, rec)[rec[0]]
-    ref = UR.upstream_reference(model, tok, inputs, rec, senders=senders)[rec[0]]
-    cols = [U.senders_of(model, rec[0]).index(s) for s in senders]
+    fast = upstream.upstream_fast(model, tok, inputs, rec)[rec[0]]
+    ref = upstream_reference.upstream_reference(model, tok, inputs, rec, senders=senders)[rec[0]]
+    cols = [upstream.senders_of(model, rec[0]).index(s) for s in senders]
     assert (fast[:, cols] - ref[:, cols]).abs().max() <= 1e-4
     assert fast[:, cols].abs().max() > 1e-2
 
@@ -81,8 +80,8 @@ def test_upstream_clean_to_clean_is_exactly_zero(embedded_tokenizer):
     samples, clean_p, _, ans, c, _, roles = _setup(model, tok, 4, 2)
     roles[0] = {**roles[0], "operator": []}
     inputs = Inputs(clean_p, c, c, ans, corrupt_prompts=clean_p, roles=roles)
-    out = U.upstream_fast(model, tok, inputs, [(2, 0)])[(2, 0)]
-    op = [i for i, (p, _) in enumerate(U.COLUMNS) if p == "operator"]
+    out = upstream.upstream_fast(model, tok, inputs, [(2, 0)])[(2, 0)]
+    op = [i for i, (p, _) in enumerate(upstream.COLUMNS) if p == "operator"]
     assert out[0][:, op].isnan().all() and not out[1:].isnan().any()
     out[0][:, op] = 0.0
     assert torch.equal(out, torch.zeros_like(out))

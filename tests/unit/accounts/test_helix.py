@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from arithmech.accounts import helix as Hx
-from arithmech.accounts import rules as R
-from arithmech.accounts import twodigit as TD
+from arithmech.accounts import rules, twodigit
 from arithmech.accounts.config import Accounts
 
 D = 48
@@ -65,7 +64,7 @@ def _d1_numbers(kind: str, seed: int = 0) -> dict:
     sign = torch.where(ld["clean"] >= ld["corrupt"], 1.0, -1.0)
     ld = {k: v * (sign if v.dim() == 1 else sign[:, None]) for k, v in ld.items()}
     clusters = [tuple(cells[i]) for i in rows]
-    out = Hx.patch_numbers(ld, clusters, R.EFFECT_FLOOR, 400, seed)
+    out = Hx.patch_numbers(ld, clusters, rules.EFFECT_FLOOR, 400, seed)
     return {"template": "constructed", "values": 90, "layers": [0], "cells": len(cells), "answered": len(cells),
             "share": (1.0, 0.99, 1.0), "patch_prompts": len(rows), **out}
 
@@ -92,7 +91,7 @@ def test_a_constructed_helix_is_recovered_and_beats_three_controls_but_d1_cannot
     for c in ("pca", "shuffled", "poly"):
         assert n[f"vs_{c}"][1] > 0, c
     assert n["vs_digit"][1] < 0 < n["vs_digit"][2]               # the lookup does as well, within the interval
-    assert R._d1(n) == R.INCONCLUSIVE
+    assert rules._d1(n) == rules.INCONCLUSIVE
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -104,7 +103,7 @@ def test_a_ones_digit_lookup_beats_the_three_controls_of_version_2_but_does_not_
     for c in ("pca", "shuffled", "poly"):
         assert n[f"vs_{c}"][1] > 0, c
     assert n["vs_digit"][1] < 0
-    assert R._d1(n) != R.PASS
+    assert rules._d1(n) != rules.PASS
 
 
 @pytest.mark.parametrize("kind", ["linear", "random"])
@@ -113,7 +112,7 @@ def test_a_non_periodic_representation_is_not_called_a_helix(kind):
     term fits) does not beat the polynomial of as many parameters, and a random point per value of a does not beat
     the shuffled helix; D1 does not pass on either."""
     n = _d1_numbers(kind)
-    assert R._d1(n) != R.PASS
+    assert rules._d1(n) != rules.PASS
     if kind == "linear":
         assert n["vs_poly"][1] <= 0 <= n["vs_poly"][2] or n["vs_poly"][2] < 0
     else:
@@ -140,25 +139,25 @@ def test_too_few_answered_cells_leave_d1_not_testable_with_the_count_and_thresho
     fail), and the reason names the count answered and the threshold."""
     share = Hx.answered_numbers(np.arange(900) < 18)
     h = {"template": "add-1-2d", "values": 90, "layers": [0], "patch_prompts": 18, **share}
-    why = R.helix_testable(h)
-    assert R._d1(h) == R.NOT_TESTABLE and "18 of 900" in why and "above 10%" in why
-    assert R.helix_testable(None) == "one-digit grid"
+    why = rules.helix_testable(h)
+    assert rules._d1(h) == rules.NOT_TESTABLE and "18 of 900" in why and "above 10%" in why
+    assert rules.helix_testable(None) == "one-digit grid"
 
 
 def test_embedded_model_two_digit_grid_reads_d_not_testable():
     """Protects the two-digit option end to end on the embedded model (trained on one-digit operands): its grid of
     add-1-2d runs, the model answers far below chance for a last digit, no patch runs and D is not testable for
     that stated reason."""
-    from arithmech.accounts import grid as G
+    from arithmech.accounts import grid
     from arithmech.core.models import load_model
 
     model, tok, _ = load_model("embedded")
     c = Accounts(model_name="embedded", two_digit="add-1-2d", two_digit_cells=450, helix_layers=2)
-    h = TD.run(model, tok, c, 0, G.digit_ids(tok))
-    assert h["cells"] == 450 and h["values"] == 90 and h["share"][1] <= R.HELIX_CHANCE and "vs_pca" not in h
-    why = R.helix_testable(h)
+    h = twodigit.run(model, tok, c, 0, grid.digit_ids(tok))
+    assert h["cells"] == 450 and h["values"] == 90 and h["share"][1] <= rules.HELIX_CHANCE and "vs_pca" not in h
+    why = rules.helix_testable(h)
     assert f"{h['answered']} of 450 two-digit cells answered" in why and "needs the lower bound above 10%" in why
     from tests.unit.accounts.test_rules import numbers
 
-    d = R.decide(numbers(helix=h, operand_values=h["values"]))
-    assert d["D"]["criteria"]["D1"] == R.NOT_TESTABLE and d["D"]["verdict"] == R.NOT_TESTABLE
+    d = rules.decide(numbers(helix=h, operand_values=h["values"]))
+    assert d["D"]["criteria"]["D1"] == rules.NOT_TESTABLE and d["D"]["verdict"] == rules.NOT_TESTABLE

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arithmech.accounts import rules as R
+from arithmech.accounts import rules
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -35,41 +35,41 @@ def numbers(**over) -> dict:
 def test_every_account_passes_on_numbers_made_to_pass_and_d_is_not_testable_on_one_digit_operands():
     """Protects the verdict logic: H, B and F pass when every deciding interval lies on the pass side; D is not
     testable with 9 operand values tokenized digit by digit, while its descriptive D2 is still scored."""
-    d = R.decide(numbers())
-    assert {a: d[a]["verdict"] for a in "HBF"} == {"H": R.PASS, "B": R.PASS, "F": R.PASS}
-    assert d["D"]["verdict"] == R.NOT_TESTABLE and d["D"]["criteria"]["D2"] == R.PASS
-    assert d["F"]["criteria"]["F3-attn"] == R.FAIL and d["B"]["criteria"]["B/F"] == R.FAIL
+    d = rules.decide(numbers())
+    assert {a: d[a]["verdict"] for a in "HBF"} == {"H": rules.PASS, "B": rules.PASS, "F": rules.PASS}
+    assert d["D"]["verdict"] == rules.NOT_TESTABLE and d["D"]["criteria"]["D2"] == rules.PASS
+    assert d["F"]["criteria"]["F3-attn"] == rules.FAIL and d["B"]["criteria"]["B/F"] == rules.FAIL
 
 
 def test_intervals_that_straddle_a_threshold_are_inconclusive_and_a_failed_criterion_fails_the_account():
     """Protects the three-way rule: an interval across the threshold is inconclusive (never a pass), an interval on
     the wrong side fails the criterion and the account."""
-    assert R.side((0.3, 0.1, 0.6), 0.25, above=False) == R.INCONCLUSIVE
-    assert R.side((0.5, 0.4, 0.6), 0.25, above=False) == R.FAIL
-    d = R.decide(numbers(key_heads=0))
-    assert d["H"]["verdict"] == R.FAIL and d["H"]["criteria"]["H1"] == R.FAIL
-    d = R.decide(numbers(assoc_diff=(0.1, -0.1, 0.3)))
-    assert d["B"]["criteria"]["B3"] == R.INCONCLUSIVE and d["B"]["verdict"] == R.INCONCLUSIVE
+    assert rules.side((0.3, 0.1, 0.6), 0.25, above=False) == rules.INCONCLUSIVE
+    assert rules.side((0.5, 0.4, 0.6), 0.25, above=False) == rules.FAIL
+    d = rules.decide(numbers(key_heads=0))
+    assert d["H"]["verdict"] == rules.FAIL and d["H"]["criteria"]["H1"] == rules.FAIL
+    d = rules.decide(numbers(assoc_diff=(0.1, -0.1, 0.3)))
+    assert d["B"]["criteria"]["B3"] == rules.INCONCLUSIVE and d["B"]["verdict"] == rules.INCONCLUSIVE
 
 
 def test_not_testable_conditions_are_applied():
     """Protects the stated preconditions: no operand effect to compare (H), too few associated problems (B3), a
     subspace removal that moves nothing (F3) and no testable probe (F1) are not testable, not failures."""
-    d = R.decide(numbers(den_mlp=(-0.1, -0.3, 0.1)))
-    assert d["H"]["criteria"]["H2"] == R.NOT_TESTABLE and d["H"]["verdict"] == R.NOT_TESTABLE
-    assert R.decide(numbers(assoc_clusters=5))["B"]["criteria"]["B3"] == R.NOT_TESTABLE
+    d = rules.decide(numbers(den_mlp=(-0.1, -0.3, 0.1)))
+    assert d["H"]["criteria"]["H2"] == rules.NOT_TESTABLE and d["H"]["verdict"] == rules.NOT_TESTABLE
+    assert rules.decide(numbers(assoc_clusters=5))["B"]["criteria"]["B3"] == rules.NOT_TESTABLE
     rm = dict(full_drop=0.1, periodic_drop=0.0, random_q95=0.0, random_median=0.0, diff=(0, 0, 0))
-    assert R.decide(numbers(removal_mlp=rm))["F"]["criteria"]["F3"] == R.NOT_TESTABLE
-    assert R.decide(numbers(probes=[{"testable": False, "kappa": 1, "null_quantile": 0}]))["F"]["criteria"]["F1"] \
-        == R.NOT_TESTABLE
-    assert R.decide(numbers(null_rate=0.45))["B"]["criteria"]["B2"] == R.FAIL      # not twice the permuted rate
+    assert rules.decide(numbers(removal_mlp=rm))["F"]["criteria"]["F3"] == rules.NOT_TESTABLE
+    assert rules.decide(numbers(probes=[{"testable": False, "kappa": 1, "null_quantile": 0}]))["F"]["criteria"]["F1"] \
+        == rules.NOT_TESTABLE
+    assert rules.decide(numbers(null_rate=0.45))["B"]["criteria"]["B2"] == rules.FAIL      # not twice the permuted rate
 
 
 def test_the_rules_hash_changes_with_a_threshold(monkeypatch):
     """Protects the record of which rules decided a result: the hash covers every threshold."""
-    before = R.rules_sha256()
-    monkeypatch.setattr(R, "R2_MIN", 0.31)
-    assert R.rules_sha256() != before
+    before = rules.rules_sha256()
+    monkeypatch.setattr(rules, "R2_MIN", 0.31)
+    assert rules.rules_sha256() != before
 
 
 def _git(*args: str) -> str:
@@ -95,6 +95,6 @@ def test_shipped_signatures_were_committed_after_the_rules_and_decided_under_the
         assert commit != first, f"{rel} was committed with the rules"
         assert subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", first, commit]).returncode == 0
         sig = json.loads(path.read_text())
-        if sig["rules_sha256"] != R.rules_sha256():  # an earlier version's result stands while its verdicts do
-            assert sig["rules_sha256"] in R.EARLIER_SHA256, rel
-            assert R.decide(sig["numbers"]) == sig["verdicts"], f"{rel}: the current rules move its verdicts"
+        if sig["rules_sha256"] != rules.rules_sha256():  # an earlier version's result stands while its verdicts do
+            assert sig["rules_sha256"] in rules.EARLIER_SHA256, rel
+            assert rules.decide(sig["numbers"]) == sig["verdicts"], f"{rel}: the current rules move its verdicts"

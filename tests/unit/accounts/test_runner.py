@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arithmech.accounts import grid as G
+from arithmech.accounts import grid
 from arithmech.accounts import runner as Rn
 from arithmech.core.models import load_model
 
@@ -13,8 +13,8 @@ from arithmech.core.models import load_model
 @pytest.fixture(scope="module")
 def toy():
     model, tok, _ = load_model("embedded")
-    samples = G.grid_prompts(tok, "addition", 0, 0)[::97][:16]
-    return model, tok, samples, Rn.Runner(model, tok, samples, G.digit_ids(tok), batch_size=8)
+    samples = grid.grid_prompts(tok, "addition", 0, 0)[::97][:16]
+    return model, tok, samples, Rn.Runner(model, tok, samples, grid.digit_ids(tok), batch_size=8)
 
 
 def test_logit_difference_is_the_answer_digit_against_the_other_nine():
@@ -52,7 +52,7 @@ def test_attribution_tracks_exact_mean_ablation_of_single_neurons(toy):
     exact = Rn.exact_neuron_effects(r, 4, top, mu)
     approx = attr[:, top].T
     assert torch.corrcoef(torch.stack([approx.flatten(), exact.flatten()]))[0, 1] > 0.8
-    one = Rn.Runner(model, tok, samples[:1], G.digit_ids(tok))
+    one = Rn.Runner(model, tok, samples[:1], grid.digit_ids(tok))
     base = one.ld()[0]
 
     def literal(module, args):

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from arithmech.accounts import rules as R
-from arithmech.accounts import signatures as S
+from arithmech.accounts import rules, signatures
 from tests.unit.accounts.test_rules import numbers
 
 
@@ -14,7 +13,7 @@ def test_removal_numbers_pair_each_prompt_with_the_mean_random_drop():
     base = torch.tensor([5.0, 5.0, 5.0, 5.0])
     r = {"periodic": torch.tensor([1.0, 1.0, 2.0, 2.0]), "random": torch.tensor([[4.0] * 4, [3.0] * 4]),
          "full": torch.zeros(4)}
-    out = S.removal_numbers(base, r, [(1, 1), (1, 2), (2, 1), (2, 2)], 200, 0)
+    out = signatures.removal_numbers(base, r, [(1, 1), (1, 2), (2, 1), (2, 2)], 200, 0)
     assert out["periodic_drop"] == 3.5 and out["full_drop"] == 5.0 and out["random_median"] == 1.5
     assert out["diff"][0] == 2.0 and out["diff"][1] <= 2.0 <= out["diff"][2] and out["n_random"] == 2
 
@@ -28,8 +27,8 @@ def test_rows_list_every_criterion_with_its_verdict_and_evidence():
     n["probes"][0].update(x="a", T=2, layer=3)
     for k in ("removal_mlp", "removal_attn"):
         n[k]["n_random"] = 5
-    sig = {"model": "m", "rules_sha256": R.rules_sha256(), "numbers": n, "verdicts": R.decide(n)}
-    rows = S.rows(sig)
-    assert [r["criterion"] for r in rows] == [c.id for rule in R.RULES for c in rule.criteria]
-    assert all(r["evidence"] for r in rows) and rows[0]["verdict"] == R.PASS
-    assert "H (heads move operands, MLPs compute): pass" in S.table_text(sig)
+    sig = {"model": "m", "rules_sha256": rules.rules_sha256(), "numbers": n, "verdicts": rules.decide(n)}
+    rows = signatures.rows(sig)
+    assert [r["criterion"] for r in rows] == [c.id for rule in rules.RULES for c in rule.criteria]
+    assert all(r["evidence"] for r in rows) and rows[0]["verdict"] == rules.PASS
+    assert "H (heads move operands, MLPs compute): pass" in signatures.table_text(sig)

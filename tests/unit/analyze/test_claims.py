@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from arithmech.analyze.claims import other_heads_p95
-from arithmech.claims import decide as C
+from arithmech.claims import decide
 from arithmech.claims.evidence import Context
-from arithmech.core import results as R
+from arithmech.core import results
 
 
 def _roles(special: dict) -> pd.DataFrame:
@@ -47,8 +47,8 @@ def _write(folder, roles, share_heads, baseline_verdict="does not hold", operati
                          for r in ("operand", "operator")])
     files = {"key_heads.json": kh, "effects.csv": eff, "prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =",
              "answer": "3", "template": "t"}]}
-    R.write_step(folder, "identify", files, {"parameters": {}})
-    R.write_step(folder, "analyze", {"attention_roles.csv": roles, "attention_baseline.csv": base,
+    results.write_step(folder, "identify", files, {"parameters": {}})
+    results.write_step(folder, "analyze", {"attention_roles.csv": roles, "attention_baseline.csv": base,
                                      "analyze.json": {"key_heads": [], "stages": {"operands": [1, 2, 3], "answer": [1, 3, 3]},
                                                       "specific_stages": _specific() if specific is None else specific,
                                                       "heads_from": "top 10 by effect rank (no key head)",
@@ -63,10 +63,10 @@ def test_attention_roles_are_decided_on_the_share_heads_where_the_paper_finds_no
     heads (version 3 printed "no key head to test": inconclusive). Where the share heads read nothing special
     it does not hold."""
     yes = _write(tmp_path / "a", _roles({(3, 0): (0.9, 0.05), (3, 1): (0.05, 0.8)}), [(3, 0), (3, 1)])
-    row = C.claims(Context(yes), ["attention-roles"]).iloc[0]
+    row = decide.claims(Context(yes), ["attention-roles"]).iloc[0]
     assert row.holds is True and "LD-ratio rule's key heads" in row.here and "1 of 2 heads read the operands" in row.here
     no = _write(tmp_path / "b", _roles({(3, 0): (0.01, 0.01), (3, 1): (0.01, 0.01)}), [(3, 0), (3, 1)])
-    assert C.claims(Context(no), ["attention-roles"]).holds.iloc[0] is False
+    assert decide.claims(Context(no), ["attention-roles"]).holds.iloc[0] is False
 
 
 def test_operands_and_operator_are_two_claims_each_decided_on_its_own(tmp_path):
@@ -78,7 +78,7 @@ def test_operands_and_operator_are_two_claims_each_decided_on_its_own(tmp_path):
     ids = ["attention-roles", "attention-reads-operator"]
     heads = [(3, 0), (3, 1), (3, 2)]
     operands = _write(tmp_path / "a", _roles({h: (0.9, 0.01) for h in heads}), heads)
-    rows = C.claims(Context(operands), ids).set_index("id")
+    rows = decide.claims(Context(operands), ids).set_index("id")
     assert rows.loc["attention-roles", "holds"] is True and rows.loc["attention-reads-operator", "holds"] is False
     assert "3 of 3 heads read the operands" in rows.loc["attention-roles", "here"]
     assert rows.loc["attention-reads-operator", "here"].startswith(
@@ -86,11 +86,11 @@ def test_operands_and_operator_are_two_claims_each_decided_on_its_own(tmp_path):
         "the operator more than the 37 other heads (none); 0 inconclusive; other heads' 95th percentile 0.05 "
         "[0.05, 0.05]; n = 500 prompts of every operation")
     operator = _write(tmp_path / "b", _roles({h: (0.01, 0.8) for h in heads}), heads)
-    rows = C.claims(Context(operator), ids).set_index("id")
+    rows = decide.claims(Context(operator), ids).set_index("id")
     assert rows.loc["attention-roles", "holds"] is False and rows.loc["attention-reads-operator", "holds"] is True
     split = _write(tmp_path / "c", _roles({(3, 0): (0.9, 0.01), (3, 1): (0.01, 0.8), (3, 2): (0.01, 0.01),
                                            (3, 3): (0.9, 0.01)}), [(3, 0), (3, 1), (3, 2), (3, 3)])
-    rows = C.claims(Context(split), ids).set_index("id")                  # 2 of 4 on the operands, 1 of 4 on the operator
+    rows = decide.claims(Context(split), ids).set_index("id")                  # 2 of 4 on the operands, 1 of 4 on the operator
     assert rows.loc["attention-roles", "holds"] is True and rows.loc["attention-reads-operator", "holds"] is True
     assert "1 of 4 heads read the operator" in rows.loc["attention-reads-operator", "here"]
 
@@ -104,10 +104,10 @@ def test_an_operator_head_inside_the_others_interval_leaves_the_operator_claim_o
     _, lo, hi = other_heads_p95(np.array([0.02 + 0.002 * i for i in range(39)]))
     assert hi - lo > 0.01                                          # room for a head 2 SE (0.002) inside it
     spread[(3, 9)] = (0.01, (lo + hi) / 2)
-    row = C.claims(Context(_write(tmp_path / "a", _roles(spread), [(3, 9)])), ["attention-reads-operator"]).iloc[0]
+    row = decide.claims(Context(_write(tmp_path / "a", _roles(spread), [(3, 9)])), ["attention-reads-operator"]).iloc[0]
     assert row.holds is None and "0 of 1 heads read the operator" in row.here and "1 inconclusive" in row.here
     spread[(3, 9)] = (0.01, 0.001)
-    row = C.claims(Context(_write(tmp_path / "b", _roles(spread), [(3, 9)])), ["attention-reads-operator"]).iloc[0]
+    row = decide.claims(Context(_write(tmp_path / "b", _roles(spread), [(3, 9)])), ["attention-reads-operator"]).iloc[0]
     assert row.holds is False
 
 
@@ -123,7 +123,7 @@ def test_a_head_inside_the_interval_of_the_others_percentile_is_undecided(tmp_pa
     mid = p95 + 0.003 if p95 + 0.003 < hi - 0.002 else None
     assert mid is not None
     folder = _write(tmp_path / "a", _roles({(3, 9): (mid, 0.01)}), [(3, 9)])
-    row = C.claims(Context(folder), ["attention-roles"]).iloc[0]
+    row = decide.claims(Context(folder), ["attention-roles"]).iloc[0]
     assert row.holds is None and "0 of 1 heads" in row.here and "1 inconclusive" in row.here
 
 
@@ -137,11 +137,11 @@ def test_analyze_on_operations_the_control_no_longer_pools_decides_nothing(tmp_p
     ctl = {"floors": {}, "failed": {"subtraction": "uncertain"}, "pooled": ["addition"]}
     stale = _write(tmp_path / "a", _roles(special), [(3, 0), (3, 1)], operations=["addition", "subtraction"],
                    control=ctl)
-    rows = C.claims(Context(stale), ["attention-roles", "attention-reads-operator", "stages"]).set_index("id")
+    rows = decide.claims(Context(stale), ["attention-roles", "attention-reads-operator", "stages"]).set_index("id")
     for cid in ("attention-roles", "attention-reads-operator", "stages"):
         assert rows.loc[cid, "holds"] is None and "re-run analyze" in rows.loc[cid, "here"], rows.loc[cid, "here"]
     same = _write(tmp_path / "b", _roles(special), [(3, 0), (3, 1)], operations=["addition"], control=ctl)
-    rows = C.claims(Context(same), ["attention-roles", "attention-reads-operator", "stages"]).set_index("id")
+    rows = decide.claims(Context(same), ["attention-roles", "attention-reads-operator", "stages"]).set_index("id")
     assert rows.loc["attention-roles", "holds"] is True and rows.loc["stages", "holds"] is True
     assert rows.loc["attention-reads-operator", "holds"] is True
 
@@ -158,5 +158,5 @@ def test_stages_are_decided_on_the_interval_of_the_answer_specific_inflections(t
     interval over problem clusters: at or above 0 holds (0 is "at"), wholly below 0 does not hold, straddling 0 is
     inconclusive, as are fewer than identify's 20 problem clusters and a file made before the curves existed."""
     f = _write(tmp_path, _roles({}), [(3, 0)], specific=specific)
-    row = C.claims(Context(f), ["stages"]).set_index("id").loc["stages"]
+    row = decide.claims(Context(f), ["stages"]).set_index("id").loc["stages"]
     assert row["holds"] is holds and says in row["here"], row["here"]

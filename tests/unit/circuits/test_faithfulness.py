@@ -4,9 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.circuits import faithfulness as F
+from arithmech.circuits import faithfulness
 from arithmech.circuits.config import Faithfulness
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.safe_read import ResultsError
 from arithmech.methods.faithfulness import COLUMNS
 
@@ -29,14 +29,14 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path):
     info = {"n_prompts": 32, "n_clusters": 16, "circuits": 3, "ranking": ["0.1", "1.0", "MLP 0"]}
     record = {"parameters": {"model": "embedded", "n_samples": 32}, "info": info, "rule": {"holds": False},
               "wall_s": 2.25}
-    folder = R.model_folder(tmp_path, "embedded")
-    R.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name="embedded")
+    folder = results.model_folder(tmp_path, "embedded")
+    results.write_step(folder, "faithfulness", {"faithfulness.csv": frame}, record, model_name="embedded")
     config = Faithfulness(results=str(tmp_path), n_samples=32)
-    back = F.read(folder, config)
-    assert isinstance(back, F.Result) and back.config == config and back.model == "embedded"
+    back = faithfulness.read(folder, config)
+    assert isinstance(back, faithfulness.Result) and back.config == config and back.model == "embedded"
     pd.testing.assert_frame_equal(back.frame, frame)
-    assert {k: back.record[k] for k in record} == record and back.record == R.read_run(folder)["steps"]["faithfulness"]
-    lines = F.summary(back).splitlines()
+    assert {k: back.record[k] for k in record} == record and back.record == results.read_run(folder)["steps"]["faithfulness"]
+    lines = faithfulness.summary(back).splitlines()
     assert lines[0].startswith("32 evaluation prompts (16 problems), 3 circuits; top-n of 0.1, 1.0, MLP 0")
     assert lines[1].startswith("circuit-faithful: False; best candidate no candidate")
     assert lines[2] == f"wrote faithfulness.csv to {folder} in 2 s"
@@ -47,9 +47,9 @@ def test_a_file_written_before_the_current_columns_is_refused_naming_the_re_run(
     current rule writes (recovery, its unclipped mean, the level, the positions: made by an earlier rule version; the
     shipped SmolLM2 files and a fresh embedded one have them all) is one error naming the re-run when the step reads
     it, not a chart that falls back to the share and a 95% level."""
-    folder = R.model_folder(tmp_path, "embedded")
-    R.write_step(folder, "faithfulness", {"faithfulness.csv": _old_frame()}, {"parameters": {"model": "embedded"}},
+    folder = results.model_folder(tmp_path, "embedded")
+    results.write_step(folder, "faithfulness", {"faithfulness.csv": _old_frame()}, {"parameters": {"model": "embedded"}},
                  model_name="embedded")
     with pytest.raises(ResultsError, match=r"lacks recovery, .*positions \(written by an earlier rule version\): "
                                              "re-run python -m arithmech faithfulness --overwrite"):
-        F.read(folder, Faithfulness(results=str(tmp_path)))
+        faithfulness.read(folder, Faithfulness(results=str(tmp_path)))

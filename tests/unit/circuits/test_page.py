@@ -29,4 +29,4 @@ def test_every_cell_takes_the_results():
     for charts in (page.scatters(runs), page.circuits(runs), page.faith_charts(faith)):
         assert len(charts) == 1 and isinstance(charts[0], alt.TopLevelMixin)
     assert "smollm2-135m" in page.faith_tables(faith)[0].data
-    assert page.faith_claims(faith, P).data.startswith("* smollm2-135m: ")
+    assert page.faith_claims(faith).data.startswith("* smollm2-135m: ")

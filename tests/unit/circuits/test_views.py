@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arithmech.circuits import graph as C
+from arithmech.circuits import graph
 
 
 def _frames(edge: float, se: float):
@@ -16,8 +16,7 @@ def _frames(edge: float, se: float):
 def test_chapter_tables_take_every_model_through_one_path():
     """Protects the Beyond page's two-model tables: three method rows per model, one verdict row per model equal
     to the rule's own verdict, and the finding line quoting that verdict."""
-    from arithmech.circuits import beyond as B
-    from arithmech.circuits import views as V
+    from arithmech.circuits import beyond, views
     runs = []
     for name, edge in (("a", -0.01), ("b", -0.09)):
         eap, up = _frames(edge, 0.001)
@@ -27,13 +26,13 @@ def test_chapter_tables_take_every_model_through_one_path():
              "total_effect": {"mean": -0.5, "se": 0.01},
              **{m: {"spearman_all": 1.0, "spearman_all_lo": 0.9, "spearman_all_hi": 1.0, "spearman_heads": 1.0,
                      "top_overlap": 2, "key_heads": []} for m in ("eap", "eap_ig")}}
-        runs.append(B.Result(config=B.Config(), model=name, summary=S, eap=eap, upstream=up, n_layers=2))
-    assert list(V.methods_table(runs).model) == ["a"] * 3 + ["b"] * 3
-    assert list(V.methods_table(runs)[V.CI])[:3] == ["—", "[+0.900, +1.000]", "[+0.900, +1.000]"]
-    v = V.verdict_table(runs)
-    assert list(v.verdict) == [C.verdict(r.eap, r.upstream)["verdict"] for r in runs] == ["holds", "does not hold"]
-    assert all(f"**{x}**" in line for x, line in zip(v.verdict, V.finding_lines(runs)))
-    assert len(V.upstream_table(runs, top=2)) == 4
+        runs.append(beyond.Result(config=beyond.Config(), model=name, summary=S, eap=eap, upstream=up, n_layers=2))
+    assert list(views.methods_table(runs).model) == ["a"] * 3 + ["b"] * 3
+    assert list(views.methods_table(runs)[views.CI])[:3] == ["—", "[+0.900, +1.000]", "[+0.900, +1.000]"]
+    v = views.verdict_table(runs)
+    assert list(v.verdict) == [graph.verdict(r.eap, r.upstream)["verdict"] for r in runs] == ["holds", "does not hold"]
+    assert all(f"**{x}**" in line for x, line in zip(v.verdict, views.finding_lines(runs)))
+    assert len(views.upstream_table(runs, top=2)) == 4
 
 
 def test_spearman_interval_resamples_prompts_and_matches_pandas():

@@ -9,8 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arithmech.claims import changelog as CL
-from arithmech.claims import decide as D
+from arithmech.claims import changelog, decide
 from arithmech.claims.evidence import Context
 from arithmech.claims.rule import Rule
 from arithmech.report.views import findings, table_display
@@ -22,13 +21,13 @@ def test_every_rule_version_is_its_number_of_changelog_entries():
     """Protects: a rule's ``version`` is how many times the changelog says it was written or changed, its
     entries are numbered 1..n without a gap, and each has a date, a commit and a results verdict — so a rule
     bumped without an entry, or logged without a bump, fails here."""
-    for r in D.RULES:
-        h = CL.history(r.id)
+    for r in decide.RULES:
+        h = changelog.history(r.id)
         assert h, f"{r.id} has no changelog entry"
-        assert r.version == len(h) == CL.version(r.id), f"{r.id}: version {r.version}, {len(h)} entries"
+        assert r.version == len(h) == changelog.version(r.id), f"{r.id}: version {r.version}, {len(h)} entries"
         assert [c.version for c in h] == list(range(1, len(h) + 1)), r.id
         assert [c.date for c in h] == sorted(c.date for c in h), f"{r.id}: entries out of date order"
-    for c in (*CL.read().changes, *CL.read().dropped):
+    for c in (*changelog.read().changes, *changelog.read().dropped):
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", c.date), c
         assert re.fullmatch(r"[0-9a-f]{7,40}|this commit", c.commit), c
         assert re.match(r"(yes|no): \S", c.results), f"{c.rule} v{c.version}: results must say yes/no and which run"
@@ -43,25 +42,25 @@ def test_the_reader_gives_one_entry_per_rule_a_change_names(tmp_path):
                     'commit = "abcdef0"\nwhat = "written"\nresults = "no: none"\n\n'
                     '[[change]]\nversion.b = 2\nversion.a = 1\ndate = "2026-01-02"\ncommit = "abcdef1"\n'
                     'what = """\\\n  one \\\n  reason"""\nresults = "yes: run 1"\n')
-    log = CL.read(path)
-    assert log is CL.read(path) and log.dropped == (CL.Change("z", 1, "2026-01-01", "abcdef0", "written", "no: none"),)
-    assert log.changes == (CL.Change("b", 2, "2026-01-02", "abcdef1", "one reason", "yes: run 1"),
-                           CL.Change("a", 1, "2026-01-02", "abcdef1", "one reason", "yes: run 1"))
+    log = changelog.read(path)
+    assert log is changelog.read(path) and log.dropped == (changelog.Change("z", 1, "2026-01-01", "abcdef0", "written", "no: none"),)
+    assert log.changes == (changelog.Change("b", 2, "2026-01-02", "abcdef1", "one reason", "yes: run 1"),
+                           changelog.Change("a", 1, "2026-01-02", "abcdef1", "one reason", "yes: run 1"))
     assert dict(log.digests) == {"a": "0123456789ab"}
     with pytest.raises(TypeError):
         log.digests["a"] = "x"                                   # type: ignore[index]
     bad = tmp_path / "bad.toml"
     bad.write_text(path.read_text().replace("results =", "result ="))
     with pytest.raises(ValueError, match="result"):
-        CL.read(bad)
+        changelog.read(bad)
 
 
 def test_every_entry_names_a_known_rule():
     """Protects the changelog from drifting away from the rules: every entry names a rule of RULES, and the
     dropped rules' entries name none (their ids were retired)."""
-    known = set(D.BY_ID) | set(CL.read().rule_sets)
-    assert not {c.rule for c in CL.read().changes} - known, "changelog entries for unknown rules"
-    assert not {c.rule for c in CL.read().dropped} & known, "a dropped rule is still in RULES"
+    known = set(decide.BY_ID) | set(changelog.read().rule_sets)
+    assert not {c.rule for c in changelog.read().changes} - known, "changelog entries for unknown rules"
+    assert not {c.rule for c in changelog.read().dropped} & known, "a dropped rule is still in RULES"
 
 
 def test_a_rule_set_outside_the_claims_is_logged_and_fingerprinted():
@@ -73,14 +72,14 @@ def test_a_rule_set_outside_the_claims_is_logged_and_fingerprinted():
     import importlib
 
     from arithmech.report.views.findings import changelog_table
-    log = CL.read()
+    log = changelog.read()
     assert set(log.rule_sets) == {"accounts", "planted", "planted-seeds", "planted-table1"}
     for rule_set, dotted in log.rule_sets.items():
         module, name = dotted.rsplit(".", 1)
         source = getattr(importlib.import_module(module), name)
         fingerprint = source() if callable(source) else hashlib.sha256(source.encode()).hexdigest()
         assert log.digests[rule_set] == fingerprint[:12], f"{rule_set}: changed without an entry ({fingerprint[:12]})"
-        assert [c.version for c in CL.history(rule_set)] == list(range(1, CL.version(rule_set) + 1))
+        assert [c.version for c in changelog.history(rule_set)] == list(range(1, changelog.version(rule_set) + 1))
     assert "`accounts` v1 (rule set)" in changelog_table() and "(dropped)" not in changelog_table().split("precise-")[0]
 
 
@@ -88,21 +87,21 @@ def test_a_rule_whose_text_changes_needs_a_new_entry():
     """Protects the history from silent edits: each rule's claim, rule text and the numbers its decider reads
     hash to the digest recorded with its latest entry; editing any (a constant it prints, such as TOP or K, or
     one it only decides with) without logging it fails."""
-    now = {r.id: CL.digest(r.claim, r.rule, CL.decider_constants(r.decide)) for r in D.RULES}
-    stale = {k: v for k, v in now.items() if CL.read().digests.get(k) != v}
+    now = {r.id: changelog.digest(r.claim, r.rule, changelog.decider_constants(r.decide)) for r in decide.RULES}
+    stale = {k: v for k, v in now.items() if changelog.read().digests.get(k) != v}
     assert not stale, ("rule text changed without a changelog entry: add one, bump the version and set its digest "
                        f"in changelog.toml to {stale}")
-    assert set(CL.read().digests) == set(D.BY_ID) | set(CL.read().rule_sets)
+    assert set(changelog.read().digests) == set(decide.BY_ID) | set(changelog.read().rule_sets)
 
 
 def test_pre_registered_means_no_version_after_results(monkeypatch):
     """Protects the one definition the book's sentence rests on: a rule counts as fixed before its results only
     if *every* version of it was written before the results it decides existed."""
-    fake = (CL.Change("a", 1, "2026-01-01", "abcdef0", "written", "no: none"),
-            CL.Change("b", 1, "2026-01-01", "abcdef0", "written", "no: none"),
-            CL.Change("b", 2, "2026-01-02", "abcdef1", "changed", "yes: run 1"))
-    monkeypatch.setattr(CL, "read", lambda: CL.Changelog(fake, (), {}, {}))
-    assert CL.pre_registered("a") and not CL.pre_registered("b") and not CL.pre_registered("unknown")
+    fake = (changelog.Change("a", 1, "2026-01-01", "abcdef0", "written", "no: none"),
+            changelog.Change("b", 1, "2026-01-01", "abcdef0", "written", "no: none"),
+            changelog.Change("b", 2, "2026-01-02", "abcdef1", "changed", "yes: run 1"))
+    monkeypatch.setattr(changelog, "read", lambda: changelog.Changelog(fake, (), {}, {}))
+    assert changelog.pre_registered("a") and not changelog.pre_registered("b") and not changelog.pre_registered("unknown")
     never = lambda ctx: ("", None)
     rules = (Rule("a", "A", "p", "r", 1, never), Rule("b", "B", "p", "r", 2, never))
     s = findings.provenance_sentence(rules)
@@ -113,10 +112,10 @@ def test_pre_registered_means_no_version_after_results(monkeypatch):
 def test_provenance_sentence_counts_the_real_changelog():
     """Protects the introduction's sentence (it replaced a typed "written before the run"): its numbers are the
     changelog's, for the rules there are."""
-    pre = [r.id for r in D.RULES if CL.pre_registered(r.id)]
+    pre = [r.id for r in decide.RULES if changelog.pre_registered(r.id)]
     s = findings.provenance_sentence()
-    assert s.startswith(f"{len(pre)} of the {len(D.RULES)} rules are unchanged")
-    assert all(f"`{r.id}`" in s for r in D.RULES)
+    assert s.startswith(f"{len(pre)} of the {len(decide.RULES)} rules are unchanged")
+    assert all(f"`{r.id}`" in s for r in decide.RULES)
 
 
 def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
@@ -124,11 +123,11 @@ def test_rules_page_shows_the_changelog_and_keeps_controls_apart(tmp_path):
     entry (dropped rules marked), even before any result exists."""
     page = findings.rules_page([("none", "No model", Context(tmp_path / "results" / "none"))])
     assert page.startswith(findings.provenance_sentence()) and "*No results yet.*" in page and "## Changelog" in page
-    sets = CL.read().rule_sets
-    for c in CL.read().changes:
+    sets = changelog.read().rule_sets
+    for c in changelog.read().changes:
         kind = " (rule set)" if c.rule in sets else ""
         assert f"| `{c.rule}` v{c.version}{kind} | {c.date} `{c.commit}` |" in page, (c.rule, c.version)
-    assert all(f"`{c.rule}` v{c.version} (dropped)" in page for c in CL.read().dropped)
+    assert all(f"`{c.rule}` v{c.version} (dropped)" in page for c in changelog.read().dropped)
 
 
 def _frame(holds: list, controls: int) -> pd.DataFrame:
@@ -167,13 +166,13 @@ def _violations(name: str, text: str) -> list[str]:
     out = []
     for m in BEFORE.finditer(text):
         near = text[max(0, m.start() - WINDOW): m.end() + WINDOW]
-        ids = [i for i in D.BY_ID if re.search(rf"[`'\"]{re.escape(i)}[`'\"]", near)]
+        ids = [i for i in decide.BY_ID if re.search(rf"[`'\"]{re.escape(i)}[`'\"]", near)]
         if any(f"`{m}`" in near for m in OWN_ORDER_TESTS):
             continue
         if not ids:
             out.append(f"{name}: '{m.group(0)}' names no rule id near it")
         out += [f"{name}: '{m.group(0)}' next to `{i}`, changed after its results existed" for i in ids
-                if not CL.pre_registered(i)]
+                if not changelog.pre_registered(i)]
     return out
 
 
@@ -199,8 +198,8 @@ def test_before_the_run_only_beside_rules_the_changelog_shows_unchanged():
 def test_the_before_the_run_check_sees_a_violation():
     """Protects the test above from passing vacuously: the phrase beside a rule changed after results, or beside
     no rule at all, is found; beside a rule logged as unchanged since before its results, it is not."""
-    changed = next(r.id for r in D.RULES if not CL.pre_registered(r.id))
-    clean = next(r.id for r in D.RULES if CL.pre_registered(r.id))
+    changed = next(r.id for r in decide.RULES if not changelog.pre_registered(r.id))
+    clean = next(r.id for r in decide.RULES if changelog.pre_registered(r.id))
     assert _violations("x", f"The rule (`{changed}`), fixed before the run: …")
     assert _violations("x", "The rule, written before any run: …")
     assert not _violations("x", f"The rule (`{clean}`), fixed before the run: …")
@@ -211,7 +210,7 @@ def test_findings_box_counts_claims_and_tables_controls_apart(name):
     """Protects the introduction's box on every results folder present: its title's tally is the paper's claims
     only (the controls' number is not in it), and each control appears, with its verdict, in its own table."""
     ctx = Context(REPO / "results" / name)
-    c, box = D.claims(ctx), findings.results_box(ctx, name, name)
+    c, box = decide.claims(ctx), findings.results_box(ctx, name, name)
     n_paper = len(findings.the_papers(c))
     assert f"the paper's claims: {findings.tally(c)};" in box and f" of {n_paper} claims hold" in box
     assert f"this book's: {findings.tally(c, True)}" in box
@@ -225,9 +224,9 @@ def test_the_count_keeps_the_papers_claims_apart_from_the_books():
     "the selection matters" sat outside the count as a control): the paper's tally counts only the paper's
     claims, the book's added claims (rules.ADDED, selection-matters among them) have their own tally and
     sentence, and the controls are in neither."""
-    c = D.claims(Context(REPO / "results" / "none-such"))            # every rule, each inconclusive: not measured
+    c = decide.claims(Context(REPO / "results" / "none-such"))            # every rule, each inconclusive: not measured
     paper, added = findings.the_papers(c), c[findings.is_added(c) & ~findings.is_control(c)]
-    assert set(added.id) == set(D.ADDED) and "selection-matters" in set(added.id)
+    assert set(added.id) == set(decide.ADDED) and "selection-matters" in set(added.id)
     assert len(paper) == 13 and len(added) == 8 and int(findings.is_control(c).sum()) == 2
     assert findings.tally(c) == "0 of 13 claims hold, 0 do not, 13 inconclusive"
     assert findings.tally(c, True) == "0 of 8 claims hold, 0 do not, 8 inconclusive"
@@ -241,11 +240,11 @@ def test_a_decider_constant_is_part_of_the_digest(monkeypatch):
     text does not print (circuit-faithful's MIN_CLUSTERS, read through a helper module; a literal inside
     a decider) changes the rule's digest."""
     from arithmech.methods import faithfulness_rule as faithfulness
-    rule = D.BY_ID["circuit-faithful"]
-    before = CL.digest(rule.claim, rule.rule, CL.decider_constants(rule.decide))
-    assert CL.decider_constants(rule.decide)["arithmech.methods.faithfulness_rule.MIN_CLUSTERS"] == \
+    rule = decide.BY_ID["circuit-faithful"]
+    before = changelog.digest(rule.claim, rule.rule, changelog.decider_constants(rule.decide))
+    assert changelog.decider_constants(rule.decide)["arithmech.methods.faithfulness_rule.MIN_CLUSTERS"] == \
         faithfulness.MIN_CLUSTERS
     monkeypatch.setattr(faithfulness, "MIN_CLUSTERS", faithfulness.MIN_CLUSTERS + 1)
-    assert CL.digest(rule.claim, rule.rule, CL.decider_constants(rule.decide)) != before
-    lits = CL.decider_constants(D.BY_ID["key-heads-stable"].decide)
+    assert changelog.digest(rule.claim, rule.rule, changelog.decider_constants(rule.decide)) != before
+    lits = changelog.decider_constants(decide.BY_ID["key-heads-stable"].decide)
     assert any(k.endswith(":literals") for k in lits)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.claims import decide as C
+from arithmech.claims import decide
 from arithmech.claims.evidence import Context
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.data.pairs import Sample
-from arithmech.identify import claims as RT
+from arithmech.identify import claims
 
 
 def _mk(op, a, b, template="t"):
@@ -50,7 +50,7 @@ def _write(folder, prompts, effects, control, task="all", knockout=None, extra=N
              "key_heads.json": {"task": task, "heads": [], "control": control}, **(extra or {})}
     if knockout is not None:
         files["knockout.csv"] = knockout
-    R.write_step(folder, "identify", files, {"parameters": {}})
+    results.write_step(folder, "identify", files, {"parameters": {}})
     return folder
 
 
@@ -61,7 +61,7 @@ def test_a_task_failed_by_its_copies_is_decided_under_the_new_control(tmp_path):
     v1 = {"floors": {"addition": {"conditioned": 0.64}}, "failed": {"addition": "conditioned floor 64%"},
           "pooled": ["addition"]}
     folder = _write(tmp_path / "a", SUMS, _effects("addition", -0.08), v1, task="addition")
-    row = C.claims(Context(folder), ["key-heads-exist"]).iloc[0]
+    row = decide.claims(Context(folder), ["key-heads-exist"]).iloc[0]
     assert row.holds is True and "fails its control" not in row.here
 
 
@@ -71,7 +71,7 @@ def test_a_floor_whose_interval_straddles_the_bound_leaves_the_claims_undecided(
     the task does not pass (its identify claims are inconclusive), and the rule says it is undecided on 24 problems,
     not that it fails (version 5: "fails its control ... (uncertain)")."""
     folder = _write(tmp_path / "a", NARROW, _effects("addition", -0.08), {}, task="addition")
-    row = C.claims(Context(folder), ["key-heads-exist"]).iloc[0]
+    row = decide.claims(Context(folder), ["key-heads-exist"]).iloc[0]
     assert row.holds is None and "does not pass its control: undecided on 24 problem clusters" in row.here, row.here
     assert "fails its control" not in row.here
 
@@ -83,10 +83,10 @@ def test_claims_move_to_the_one_task_that_passes(tmp_path):
     v1 = {"floors": {"addition": {}, "multiplication": {}}, "failed": {}, "pooled": ["addition", "multiplication"]}
     eff = pd.concat([_effects("all", -0.08), _effects("addition", -0.001), _effects("multiplication", -0.2)])
     folder = _write(tmp_path / "a", SUMS + PRODUCTS, eff, v1)
-    row = C.claims(Context(folder), ["key-heads-exist"]).iloc[0]
+    row = decide.claims(Context(folder), ["key-heads-exist"]).iloc[0]
     assert row.holds is False and "n = 96 prompts" in row.here
     two = {**v1, "floors": {"addition": {}, "multiplication": {}, "division": {}}}
-    assert C.claims(Context(_write(tmp_path / "b", SUMS + PRODUCTS, eff, two)), ["key-heads-exist"]).holds.iloc[0] is True
+    assert decide.claims(Context(_write(tmp_path / "b", SUMS + PRODUCTS, eff, two)), ["key-heads-exist"]).holds.iloc[0] is True
 
 
 def test_ablation_below_a_uniform_guess_is_over_ablation(tmp_path):
@@ -95,7 +95,7 @@ def test_ablation_below_a_uniform_guess_is_over_ablation(tmp_path):
     at 12 % [6 %, 20 %] it lies between the guess and the floor and holds; at 60 % [50 %, 70 %] it lies above the
     floor (the floor over distinct problems, not the file's 90 % conditioned row) and does not hold."""
     ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
-    verdict = lambda name, *s: C.claims(Context(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
+    verdict = lambda name, *s: decide.claims(Context(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
                                                _sanity("addition", *s))), ["ablation-removes-information"]).iloc[0]
     low = verdict("low", 0.01, 0.0, 0.04)
     assert len({s.answer for s in SUMS}) == 10
@@ -103,7 +103,7 @@ def test_ablation_below_a_uniform_guess_is_over_ablation(tmp_path):
     assert verdict("mid", 0.12, 0.06, 0.20).holds is True
     high = verdict("high", 0.6, 0.5, 0.7)
     assert high.holds is False and "too little" in high.here
-    few = C.claims(Context(_write(tmp_path / "few", SUMS, _effects("addition", -0.08), ok, "addition",
+    few = decide.claims(Context(_write(tmp_path / "few", SUMS, _effects("addition", -0.08), ok, "addition",
                           _sanity("addition", 0.12, 0.06, 0.20).assign(n_clusters=8))),
                    ["ablation-removes-information"]).iloc[0]
     assert few.holds is None and "insufficient: 8 problem clusters < 20" in few.here      # version 2 held
@@ -125,7 +125,7 @@ def test_a_floor_counted_over_copies_is_read_with_its_effective_problems(tmp_pat
             "random_accuracy_mean": 0.5, "n": 100, "heads_from": "key heads"}
     folder = _write(tmp_path / "a", _skewed(), eff, {}, task="addition", knockout=_knockout(0.2, [0.9, 0.95]).assign(
         task="addition"), extra={"heldout.json": held})
-    row = C.claims(Context(folder), [rule]).iloc[0]
+    row = decide.claims(Context(folder), [rule]).iloc[0]
     assert row.holds is None and "undecided on 31 problem clusters" in row.here and "8.8 effective clusters" in row.here, row.here
 
 
@@ -143,7 +143,7 @@ def test_the_ablation_rule_reads_the_floor_as_an_interval(tmp_path):
     from arithmech.core.stats import wilson_interval
     from arithmech.data.floors import problem_floor
     ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
-    verdict = lambda name, *s: C.claims(Context(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
+    verdict = lambda name, *s: decide.claims(Context(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
                                                _sanity("addition", *s))), ["ablation-removes-information"]).iloc[0]
     z = NormalDist().inv_cdf(1 - 0.025 / 7)
     pf = problem_floor(SUMS)
@@ -171,10 +171,10 @@ def test_key_vs_random_is_decided_against_layer_matched_heads_where_the_file_has
     ok = {"floors": {"addition": {}}, "failed": {}, "pooled": ["addition"]}
     def verdict(name, matched):
         ko = _knockout(0.2, [0.9, 0.95]).assign(task="addition")
-        lm = pd.DataFrame([dict(task="addition", kind="head", order="layer-matched", seed=s, k=RT.K, accuracy=a, n=256,
+        lm = pd.DataFrame([dict(task="addition", kind="head", order="layer-matched", seed=s, k=claims.K, accuracy=a, n=256,
                                 positions="end", mean_source="pool", correct=round(a * 256), ci_low=a - 0.05,
                                 ci_high=a + 0.05) for s, a in enumerate(matched)])
-        return C.claims(Context(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
+        return decide.claims(Context(_write(tmp_path / name, SUMS, _effects("addition", -0.08), ok, "addition",
                                pd.concat([ko, lm], ignore_index=True))), ["knockout-key-vs-random"]).iloc[0]
     same_layers = verdict("same", [0.1, 0.12])
     assert same_layers.holds is False and "layer-matched random heads: mean 11% (lowest 10%" in same_layers.here
@@ -191,7 +191,7 @@ def test_the_pooled_tasks_floor_is_their_mixture():
     (128 and 88 knockout prompts, 128 kept round-robin: 64 and 64). The pooled prompts' floor is the mixture, 25 %,
     its interval the weighted ends; version 7 read the higher task's floor, 40 %, so an every-head-out accuracy of
     40 % [36 %, 44 %] reached it there and lies above the mixture's interval here (too little)."""
-    from arithmech.claims import controls as K
+    from arithmech.claims import controls
 
     def entry(p):
         return {"conditioned": p, "table": {on: {"op, carried": p} for on in ("population", "problems", "prompts")},
@@ -208,8 +208,8 @@ def test_the_pooled_tasks_floor_is_their_mixture():
         def knockout(self):
             return ko
 
-    assert K.shares(Ctx(), ["addition", "subtraction"]) == {"addition": 0.5, "subtraction": 0.5}
-    floor, (lo, hi), which = K._ablation_floor(Ctx(), "all", ko[ko.task == "all"].set_index("order"))
-    _, (_, ahi), _ = K._ablation_floor(Ctx(), "addition", ko[ko.task == "addition"].set_index("order"))
+    assert controls.shares(Ctx(), ["addition", "subtraction"]) == {"addition": 0.5, "subtraction": 0.5}
+    floor, (lo, hi), which = controls._ablation_floor(Ctx(), "all", ko[ko.task == "all"].set_index("order"))
+    _, (_, ahi), _ = controls._ablation_floor(Ctx(), "addition", ko[ko.task == "addition"].set_index("order"))
     assert floor == 0.25 and "mixture" in which
     assert hi < 0.36 < 0.44 < ahi                      # too little against the mixture; within the higher task's floor

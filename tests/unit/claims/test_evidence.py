@@ -4,9 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.claims import decide as C
+from arithmech.claims import decide
 from arithmech.claims.evidence import Context, cluster_interval
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.stats import wilson_interval
 
 
@@ -14,7 +14,7 @@ def _write_identify(folder, ko: pd.DataFrame) -> None:
     """An identify folder holding ``ko`` as its knockout.csv, with no key head and three flat effects."""
     eff = pd.DataFrame([{"task": "all", "layer": 0, "head": h, "effect": -0.1, "effect_lo": -0.11, "effect_hi": -0.09,
                          "logit_diff": -1.0, "n": 250} for h in ("0", "1", "mlp")])
-    R.write_step(folder, "identify", {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3",
+    results.write_step(folder, "identify", {"prompts.jsonl": [{"clean": "1 + 2 =", "corrupt": "1 @ 2 =", "answer": "3",
                                                          "template": "t"}], "effects.csv": eff,
                                        "key_heads.json": {"task": "all", "heads": []}, "knockout.csv": ko},
                  {"parameters": {}})
@@ -56,8 +56,8 @@ def test_knockout_verdict_reads_the_cluster_interval(tmp_path, clusters, accurac
                   ci_low=0.3, ci_high=0.5, n_clusters=clusters) for s in range(20)]
     ko = pd.DataFrame(rows).assign(positions="end", mean_source="pool", correct=lambda d: (d.accuracy * 250).astype(int))
     _write_identify(tmp_path, ko)
-    row = C.claims(Context(tmp_path), ["knockout-key-vs-random"]).iloc[0]
+    row = decide.claims(Context(tmp_path), ["knockout-key-vs-random"]).iloc[0]
     assert row.holds is holds and says in row.here, row.here
-    flat = C.claims(Context(tmp_path), ["knockout-random-flat"]).iloc[0]  # random mean 49.5% vs intact 100%
+    flat = decide.claims(Context(tmp_path), ["knockout-random-flat"]).iloc[0]  # random mean 49.5% vs intact 100%
     assert flat.holds is (None if clusters < 20 else False), flat.here
 

@@ -13,11 +13,10 @@ from factories import make_biased_gqa_llama, make_tiny_llama
 
 from arithmech.analyze import config as analyze_config
 from arithmech.circuits import config as circuits_config
-from arithmech.core import admission as A
-from arithmech.core import estimate as E
+from arithmech.core import admission, estimate
 from arithmech.identify import config as identify_config
 from arithmech.prompts import config as prompts_config
-from arithmech.steps import config_training as T
+from arithmech.steps import config_training
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -28,8 +27,8 @@ def test_parameter_count_equals_sum_of_numel():
     embedded model (its config.json against its safetensors: half the file's bytes at float16)."""
     for model in (make_tiny_llama(), make_biased_gqa_llama(vocab=50)):
         cfg = model.config.to_dict()
-        assert E.Shape.from_config(cfg).params == sum(p.numel() for p in model.parameters())
-    emb = E.shape_of("embedded")
+        assert estimate.Shape.from_config(cfg).params == sum(p.numel() for p in model.parameters())
+    emb = estimate.shape_of("embedded")
     assert emb.params == pytest.approx(emb.file_bytes / 2, rel=0.01)       # float16 file, one header
 
 
@@ -37,16 +36,16 @@ def test_terms_match_an_independent_count():
     """Protects the arithmetic of the largest terms against a hand count on the embedded model (L=6, H=8,
     d_head=32, d=256, I=512, V=343, float32): END caches of 2 x 100 prompts = 200 x 6 x (256 + 1024) x 4 B;
     identify's peak = baseline + weights + its largest phase; the estimate only grows with --n-samples."""
-    s = E.shape_of("embedded")
-    assert E.end_cache_bytes(s, 200, 4) == 200 * 6 * (8 * 32 + 4 * 256) * 4
-    assert E.bootstrap_bytes(100, 1000, 54) == 1000 * 100 * 16 + 1000 * 54 * 16
-    e = E.estimate(identify_config.Identify(task="addition", n_samples=100))
-    assert e.phases["patching"]["END caches of X_r and X_c"] == E.end_cache_bytes(s, 200, 4)
-    assert e.peak_bytes == E.BASELINE + s.params * 4 + sum(e.phases[e.peak_phase].values())
-    assert e.fixed == {"baseline": E.BASELINE, "weights": s.params * 4}
-    sizes = [E.estimate(identify_config.Identify(n_samples=n)).peak_bytes for n in (100, 1000, 10_000, 50_000)]
+    s = estimate.shape_of("embedded")
+    assert estimate.end_cache_bytes(s, 200, 4) == 200 * 6 * (8 * 32 + 4 * 256) * 4
+    assert estimate.bootstrap_bytes(100, 1000, 54) == 1000 * 100 * 16 + 1000 * 54 * 16
+    e = estimate.estimate(identify_config.Identify(task="addition", n_samples=100))
+    assert e.phases["patching"]["END caches of X_r and X_c"] == estimate.end_cache_bytes(s, 200, 4)
+    assert e.peak_bytes == estimate.BASELINE + s.params * 4 + sum(e.phases[e.peak_phase].values())
+    assert e.fixed == {"baseline": estimate.BASELINE, "weights": s.params * 4}
+    sizes = [estimate.estimate(identify_config.Identify(n_samples=n)).peak_bytes for n in (100, 1000, 10_000, 50_000)]
     assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
-    assert E.estimate(identify_config.Identify(dtype="bfloat16")).fixed["weights"] == s.params * 2
+    assert estimate.estimate(identify_config.Identify(dtype="bfloat16")).fixed["weights"] == s.params * 2
 
 
 def test_core_knows_no_step():
@@ -56,13 +55,13 @@ def test_core_knows_no_step():
     import dataclasses
     import re
 
-    classes = {n: v for m in (identify_config, analyze_config, circuits_config, prompts_config, T) for n, v in vars(m).items() if isinstance(v, type)
+    classes = {n: v for m in (identify_config, analyze_config, circuits_config, prompts_config, config_training) for n, v in vars(m).items() if isinstance(v, type)
                and dataclasses.is_dataclass(v) and v.__module__ == m.__name__}     # the wings' configs, config_training
     steps = list(classes)
     with_memory = [n for n in steps if hasattr(classes[n], "memory")]
     assert {"Identify", "Analyze", "Beyond", "Faithfulness", "Stability", "Accuracy", "Shots", "Finetune",
             "Table1"} <= set(with_memory)
-    core = Path(E.__file__).parent
+    core = Path(estimate.__file__).parent
     for f in core.glob("*.py"):
         named = [n for n in steps if re.search(rf"[\"']{n}[\"']", f.read_text())]
         assert not named, (f.name, named)
@@ -73,43 +72,43 @@ def test_chunk_sizes_are_the_methods_own():
     methods use; a change there must change the model here."""
     from arithmech.methods import attribution, patching, upstream
     from arithmech.methods.ablation import intervention
-    assert (E.PATCH_ROWS, E.PATCH_LOGITS) == (patching.MAX_ROWS, patching.MAX_LOGITS)
-    assert (E.KNOCKOUT_ROWS, E.KNOCKOUT_TOKENS) == (intervention.MAX_ROWS, intervention.MAX_TOKENS)
-    assert (E.ATTRIBUTION_ROWS, E.UPSTREAM_ROWS) == (attribution.MAX_ROWS, upstream.MAX_ROWS)
+    assert (estimate.PATCH_ROWS, estimate.PATCH_LOGITS) == (patching.MAX_ROWS, patching.MAX_LOGITS)
+    assert (estimate.KNOCKOUT_ROWS, estimate.KNOCKOUT_TOKENS) == (intervention.MAX_ROWS, intervention.MAX_TOKENS)
+    assert (estimate.ATTRIBUTION_ROWS, estimate.UPSTREAM_ROWS) == (attribution.MAX_ROWS, upstream.MAX_ROWS)
     import inspect
 
     from arithmech.methods.ablation import pool
-    assert E.POOL_FOLDS == inspect.signature(pool.build_pool).parameters["folds"].default
+    assert estimate.POOL_FOLDS == inspect.signature(pool.build_pool).parameters["folds"].default
 
 
 def test_every_step_has_an_estimate_and_a_line():
     """Protects: each of these steps (identify, analyze, beyond, faithfulness, stability, shots,
     accuracy-by-template, finetune, arms) gets an estimate from its default config on the embedded model, with positive forwards,
     a record for run.json and the progress line's text; a hub id (no geometry without loading) gets none."""
-    configs = [identify_config.Identify(), analyze_config.Analyze(), circuits_config.Beyond(), circuits_config.Faithfulness(), identify_config.Stability(), prompts_config.Shots(), prompts_config.Accuracy(), T.Finetune(mode="full"),
-               T.Table1(model_name="embedded")]
+    configs = [identify_config.Identify(), analyze_config.Analyze(), circuits_config.Beyond(), circuits_config.Faithfulness(), identify_config.Stability(), prompts_config.Shots(), prompts_config.Accuracy(), config_training.Finetune(mode="full"),
+               config_training.Table1(model_name="embedded")]
     for c in configs:
-        e = E.estimate(c)
-        assert e is not None and e.forwards > 0 and e.peak_bytes > E.BASELINE, type(c).__name__
+        e = estimate.estimate(c)
+        assert e is not None and e.forwards > 0 and e.peak_bytes > estimate.BASELINE, type(c).__name__
         assert e.line().startswith("est. peak ") and "forwards" in e.line()
         rec = json.loads(json.dumps(e.record()))
         assert rec["peak_bytes"] == e.peak_bytes and rec["peak_phase"] in rec["phases"]
-    assert E.shape_of("org/not-here") is None
+    assert estimate.shape_of("org/not-here") is None
 
 
 def test_check_refuses_naming_the_flag_and_passes_a_normal_config(monkeypatch):
     """Protects: with less memory free than the estimate (faked by $ARITHMECH_MEMORY_BYTES), :func:`check` raises
     one ValueError line naming the step, the sizes and the flag to lower; with the machine's own memory a
     default config passes and returns its estimate."""
-    monkeypatch.delenv(E.MEMORY_ENV, raising=False)
-    assert A.check(identify_config.Identify()) is not None
-    monkeypatch.setenv(E.MEMORY_ENV, str(100 * E.MiB))
+    monkeypatch.delenv(estimate.MEMORY_ENV, raising=False)
+    assert admission.check(identify_config.Identify()) is not None
+    monkeypatch.setenv(estimate.MEMORY_ENV, str(100 * estimate.MiB))
     with pytest.raises(ValueError) as err:
-        A.check(identify_config.Identify(n_samples=50_000))
+        admission.check(identify_config.Identify(n_samples=50_000))
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("identify needs about ") and "lower --n-samples" in msg
     with pytest.raises(ValueError, match="lower --sizes"):
-        A.check(identify_config.Stability(sizes=(64, 50_000)))
+        admission.check(identify_config.Stability(sizes=(64, 50_000)))
 
 
 def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
@@ -127,7 +126,7 @@ def test_cli_refuses_an_oversize_run_in_one_line_before_torch(tmp_path):
     before torch is imported (so before any model loads), and writes nothing."""
     out = tmp_path / "out"
     r = _cli(["identify", "--model", "embedded", "--n-samples", "50000", "--out", str(out)],
-             {E.MEMORY_ENV: str(100 * E.MiB)})
+             {estimate.MEMORY_ENV: str(100 * estimate.MiB)})
     lines = [x for x in r.stderr.splitlines() if x not in ("TORCH", "NOTORCH")]
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: identify needs about ")
     assert "lower --n-samples" in lines[0] and "NOTORCH" in r.stderr
@@ -141,7 +140,7 @@ def test_cli_passes_a_normal_config_to_the_step(tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(cli.importlib, "import_module",
                         lambda name: type("M", (), {"run": staticmethod(lambda c: seen.append(c) or {})}))
-    monkeypatch.delenv(E.MEMORY_ENV, raising=False)
+    monkeypatch.delenv(estimate.MEMORY_ENV, raising=False)
     monkeypatch.setitem(cli.COMMANDS, "accuracy-by-template",
                         cli.Command(prompts_config.Accuracy, "fake", "run", lambda r: None))
     cli.main(["accuracy-by-template", "--model", "embedded", "--results", str(tmp_path)])
@@ -184,8 +183,8 @@ def test_the_chain_backward_term_is_what_autograd_saves():
 def test_a_recorded_estimate_reads_back_as_the_same_estimate():
     """Protects ``benchmarks/bench_estimate.py``'s comparison with what a step recorded: ``Estimate.from_record``
     rebuilds ``record()``'s dict into an estimate with the same peak, peak phase and forward count."""
-    est = E.Estimate(step="identify", fixed={"weights": 10, "baseline": 5},
+    est = estimate.Estimate(step="identify", fixed={"weights": 10, "baseline": 5},
                      phases={"patching": {"caches": 7, "batch": 2}, "knockout": {"kv": 8}}, forwards=123, flag="--n-samples")
-    back = E.Estimate.from_record("identify", json.loads(json.dumps(est.record())))
+    back = estimate.Estimate.from_record("identify", json.loads(json.dumps(est.record())))
     assert (back.peak_bytes, back.peak_phase, back.forwards, back.phases) == (24, "patching", 123, est.phases)
     assert back.record() == est.record()

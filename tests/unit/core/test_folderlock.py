@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from arithmech.core import folderlock as L
+from arithmech.core import folderlock
 
-HOLD = "import sys, time; from arithmech.core import folderlock as L; L.acquire(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+HOLD = "import sys, time; from arithmech.core import folderlock; folderlock.acquire(sys.argv[1]); print('held', flush=True); time.sleep(60)"
 
 
 def _holder(folder):
@@ -27,28 +27,28 @@ def test_a_second_process_is_refused_at_once_and_a_killed_holder_frees_the_folde
     p = _holder(folder)
     try:
         t0 = time.monotonic()
-        with pytest.raises(L.FolderBusy, match=f"results folder '{folder}' is being written by another run.*--results"):
-            L.acquire(folder)
-        assert time.monotonic() - t0 < 1 and not L.held(folder)
+        with pytest.raises(folderlock.FolderBusy, match=f"results folder '{folder}' is being written by another run.*--results"):
+            folderlock.acquire(folder)
+        assert time.monotonic() - t0 < 1 and not folderlock.held(folder)
     finally:
         p.kill()
         p.wait()
-    L.acquire(folder)
-    assert L.held(folder)
-    L.release(folder)
+    folderlock.acquire(folder)
+    assert folderlock.held(folder)
+    folderlock.release(folder)
 
 
 def test_the_lock_is_reentrant_and_an_empty_folder_it_made_is_removed(tmp_path):
     """Protects re-entry and clean-up: a process acquiring twice holds until it released twice; a folder that
     acquiring created is removed when still empty at the last release, one holding files is kept."""
     folder = tmp_path / "new"
-    L.acquire(folder)
-    L.acquire(folder)
-    L.release(folder)
-    assert L.held(folder) and folder.is_dir()
-    L.release(folder)
-    assert not L.held(folder) and not folder.exists()
-    L.acquire(folder)
+    folderlock.acquire(folder)
+    folderlock.acquire(folder)
+    folderlock.release(folder)
+    assert folderlock.held(folder) and folder.is_dir()
+    folderlock.release(folder)
+    assert not folderlock.held(folder) and not folder.exists()
+    folderlock.acquire(folder)
     (folder / "run.json").write_text("{}")
-    L.release(folder)
+    folderlock.release(folder)
     assert (folder / "run.json").is_file()

@@ -8,9 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from arithmech.core import records
-from arithmech.core import result_files as RF
-from arithmech.core import results as R
+from arithmech.core import records, result_files, results
 from arithmech.core.atomic import sha256
 from arithmech.core.safe_read import ResultsError
 
@@ -18,9 +16,9 @@ from arithmech.core.safe_read import ResultsError
 @pytest.fixture(autouse=True)
 def no_holds_left():
     """Each test starts and ends without folder locks held by a check that never reached its write."""
-    R.end_writes()
+    results.end_writes()
     yield
-    R.end_writes()
+    results.end_writes()
 
 
 def _identify_files(effect: float = -0.2) -> dict:
@@ -37,75 +35,75 @@ def _identify_files(effect: float = -0.2) -> dict:
 def test_results_flag_names_the_root_or_the_model_folder(tmp_path):
     """Protects the README chain: `identify --out results/embedded` then `analyze --results results/embedded`
     use one folder (not results/embedded/embedded), and `--results results` means the same."""
-    assert R.model_folder(tmp_path, "embedded") == tmp_path / "embedded"
-    assert R.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
-    R.write_step(tmp_path / "custom", "identify", _identify_files(), {"parameters": {}})
-    assert R.model_folder(tmp_path / "custom", "embedded") == tmp_path / "custom"     # a folder with run.json
+    assert results.model_folder(tmp_path, "embedded") == tmp_path / "embedded"
+    assert results.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
+    results.write_step(tmp_path / "custom", "identify", _identify_files(), {"parameters": {}})
+    assert results.model_folder(tmp_path / "custom", "embedded") == tmp_path / "custom"     # a folder with run.json
     with pytest.raises(ValueError, match="no results-folder name"):
-        R.folder_name("/")
+        results.folder_name("/")
 
 
 def test_write_step_is_a_set_with_a_manifest_and_leaves_no_temp(tmp_path):
     """Protects set writes: every file lands with its sha256 in run.json, no temporary folder is left,
     and other steps' records and files are kept."""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}}, model_name="m")
-    R.write_step(f, "accuracy", {"accuracy_by_template.csv": pd.DataFrame(
+    results.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}}, model_name="m")
+    results.write_step(f, "accuracy", {"accuracy_by_template.csv": pd.DataFrame(
         {"op": ["addition"], "template": ["t"], "n": [4], "accuracy": [0.5], "ci_low": [0.1], "ci_high": [0.9]})}, {})
     run = json.loads((f / "run.json").read_text())
     assert set(run["steps"]) == {"identify", "accuracy"} and run["model"] == "m"
     assert run["steps"]["identify"]["files"]["effects.csv"] == sha256(f / "effects.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]                         # no temp folder left
-    assert R.read(f, "key_heads.json")["heads"] == [{"layer": 0, "head": 1}]
-    assert list(R.read(f, "effects.csv")["head"]) == ["1", "mlp"]
+    assert results.read(f, "key_heads.json")["heads"] == [{"layer": 0, "head": 1}]
+    assert list(results.read(f, "effects.csv")["head"]) == ["1", "mlp"]
 
 
 def test_edited_or_incomplete_files_are_named(tmp_path):
     """Protects integrity: a file changed after its step wrote it, a truncated CSV and a file lacking a
     column are each refused with a message naming the file."""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(), {})
+    results.write_step(f, "identify", _identify_files(), {})
     (f / "knockout.csv").write_text((f / "knockout.csv").read_text() + "all,end,head,random-rank,1,1,0.5,2,4,0.15,0.85,template 4\n")
     with pytest.raises(ResultsError, match="knockout.csv' differs from what identify wrote"):
-        R.read(f, "knockout.csv")
+        results.read(f, "knockout.csv")
     (f / "effects.csv").write_text("task,layer,head,effect,effect_lo,effect_hi\n")
     with pytest.raises(ResultsError, match="effects.csv' has no rows"):
-        R.read(f, "effects.csv")
+        results.read(f, "effects.csv")
     (f / "key_heads.json").write_text('{"task": "all"}')
     with pytest.raises(ResultsError, match=r"key_heads.json' lacks \['heads'\]"):
-        R.read(f, "key_heads.json")
+        results.read(f, "key_heads.json")
     with pytest.raises(FileNotFoundError, match="python -m arithmech analyze"):
-        R.read(f, "analyze.json")
+        results.read(f, "analyze.json")
 
 
 def test_derived_files_are_refused_when_their_inputs_changed(tmp_path):
     """Protects against stale analyze files beside a re-run identify: analyze records the hash of the
     key heads it read, and a reader refuses its files once identify wrote other key heads."""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(), {})
-    roles = pd.DataFrame({c: [0.5] for c in RF.FILES["attention_roles.csv"].required}).assign(role="A", task="all")
-    R.write_step(f, "analyze", {"attention_roles.csv": roles, "analyze.json": {"key_heads": [], "stages": {}}}, {})
-    assert len(R.read(f, "attention_roles.csv")) == 1
+    results.write_step(f, "identify", _identify_files(), {})
+    roles = pd.DataFrame({c: [0.5] for c in result_files.FILES["attention_roles.csv"].required}).assign(role="A", task="all")
+    results.write_step(f, "analyze", {"attention_roles.csv": roles, "analyze.json": {"key_heads": [], "stages": {}}}, {})
+    assert len(results.read(f, "attention_roles.csv")) == 1
     files = _identify_files()
     files["key_heads.json"] = {"task": "all", "threshold": -0.05, "heads": [{"layer": 1, "head": 0}]}
-    R.write_step(f, "identify", files, {})
+    results.write_step(f, "identify", files, {})
     with pytest.raises(ResultsError, match="computed from another key_heads.json"):
-        R.read(f, "attention_roles.csv")
+        results.read(f, "attention_roles.csv")
 
 
 def test_a_step_is_never_overwritten_without_asking(tmp_path):
     """Protects finished runs: check_writable refuses a step whose files exist (unless overwrite) and an
     existing file as a folder; fine-tune records likewise, and never a file of another format."""
     f = tmp_path / "m"
-    R.check_writable(f, "identify")                                               # nothing there yet
-    R.write_step(f, "identify", _identify_files(), {})
+    results.check_writable(f, "identify")                                               # nothing there yet
+    results.write_step(f, "identify", _identify_files(), {})
     with pytest.raises(ValueError, match="--overwrite"):
-        R.check_writable(f, "identify")
-    R.check_writable(f, "identify", overwrite=True)
-    R.check_writable(f, "analyze")                                                # another step: fine
+        results.check_writable(f, "identify")
+    results.check_writable(f, "identify", overwrite=True)
+    results.check_writable(f, "analyze")                                                # another step: fine
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="is an existing file"):
-        R.check_writable(tmp_path / "file", "identify")
+        results.check_writable(tmp_path / "file", "identify")
     p = records.finetune_path(f, "full")
     p.parent.mkdir()
     p.write_text('{"before": {}, "after": {}}')
@@ -118,14 +116,14 @@ def test_a_step_is_never_overwritten_without_asking(tmp_path):
 def test_a_folder_of_another_model_is_refused(tmp_path):
     """Protects one model per folder: --results naming a folder whose run.json belongs to another model is
     refused before any work (SmolLM2's files never land beside the embedded model's)."""
-    R.write_step(tmp_path / "embedded", "identify", _identify_files(), {}, model_name="embedded")
-    assert R.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
+    results.write_step(tmp_path / "embedded", "identify", _identify_files(), {}, model_name="embedded")
+    assert results.model_folder(tmp_path / "embedded", "embedded") == tmp_path / "embedded"
     with pytest.raises(ValueError, match="holds the results of model 'embedded', not 'smollm2-135m'"):
-        R.model_folder(tmp_path / "embedded", "smollm2-135m")
-    assert R.model_folder(tmp_path, "smollm2-135m") == tmp_path / "smollm2-135m"     # the root still works
+        results.model_folder(tmp_path / "embedded", "smollm2-135m")
+    assert results.model_folder(tmp_path, "smollm2-135m") == tmp_path / "smollm2-135m"     # the root still works
     (tmp_path / "afile").write_text("x")
     with pytest.raises(ValueError, match="is an existing file"):
-        R.check_writable(tmp_path / "afile" / "m", "identify")
+        results.check_writable(tmp_path / "afile" / "m", "identify")
 
 
 @pytest.mark.parametrize("stop_at", [1, 2, 3])
@@ -135,20 +133,20 @@ def test_an_interrupted_set_is_the_old_set_or_the_new_one(tmp_path, monkeypatch,
     every file checked against the manifest; no stage is left behind either way. (The SIGKILL version of this is
     tests/faults/test_final_move.py.)"""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(-0.2), {})
+    results.write_step(f, "identify", _identify_files(-0.2), {})
     moves = []
-    real = R.os.replace
+    real = results.os.replace
 
     def stop(a, b):
         moves.append(b)
         if len(moves) == stop_at:
             raise KeyboardInterrupt
         real(a, b)
-    monkeypatch.setattr(R.os, "replace", stop)
+    monkeypatch.setattr(results.os, "replace", stop)
     with pytest.raises(KeyboardInterrupt):
-        R.write_step(f, "identify", _identify_files(-0.3), {})
+        results.write_step(f, "identify", _identify_files(-0.3), {})
     monkeypatch.undo()
-    got = R.read_step(f, "identify")
+    got = results.read_step(f, "identify")
     assert got["effects"]["effect"][0] == (-0.2 if stop_at == 1 else -0.3)
     assert set(got) == {"effects", "key_heads", "knockout", "prompts"}
     assert not list(f.glob(".pending-*"))
@@ -158,11 +156,11 @@ def test_finetune_record_refused_after_its_ranking_changed(tmp_path):
     """Protects fine-tune records' provenance: a precise-SFT record stores the hashes of the ranking it
     tuned, and reading it after identify wrote another ranking is refused."""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(-0.2), {})
+    results.write_step(f, "identify", _identify_files(-0.2), {})
     rec = records.finetune_record(model="m", mode="precise", results={"x": records.measure(0.5)})
     records.write_finetune(f, rec, inputs=("key_heads.json", "effects.csv"))
     assert records.read_finetune(f, "precise")["inputs"]["effects.csv"] == sha256(f / "effects.csv")
-    R.write_step(f, "identify", _identify_files(-0.4), {})
+    results.write_step(f, "identify", _identify_files(-0.4), {})
     with pytest.raises(ResultsError, match="computed from another effects.csv"):
         records.read_finetune(f, "precise")
 
@@ -172,15 +170,15 @@ def test_an_effects_csv_of_an_older_format_is_refused(tmp_path):
     format; a file recorded as another version (or written before formats were recorded: version 1) is
     refused with the command to re-run, while the step's other files still read."""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(), {"parameters": {}})
+    results.write_step(f, "identify", _identify_files(), {"parameters": {}})
     run = json.loads((f / "run.json").read_text())
-    assert run["steps"]["identify"]["formats"]["effects.csv"] == RF.FILES["effects.csv"].version == 2
-    assert len(R.read(f, "effects.csv")) == 2
+    assert run["steps"]["identify"]["formats"]["effects.csv"] == result_files.FILES["effects.csv"].version == 2
+    assert len(results.read(f, "effects.csv")) == 2
     del run["steps"]["identify"]["formats"]
     (f / "run.json").write_text(json.dumps(run))
     with pytest.raises(ResultsError, match="effects.csv' is format version 1 .* reads version 2.*identify --overwrite"):
-        R.read(f, "effects.csv")
-    assert R.read(f, "key_heads.json")["task"] == "all"
+        results.read(f, "effects.csv")
+    assert results.read(f, "key_heads.json")["task"] == "all"
 
 
 def test_results_name_keeps_the_whole_last_part():
@@ -206,17 +204,17 @@ def test_a_set_finished_meanwhile_is_not_replaced_at_the_final_move(tmp_path):
     finds, at its final move, a set of its step written meanwhile refuses under the lock and leaves that set's
     bytes as they were; with --overwrite it replaces it."""
     folder = tmp_path / "new" / "m"
-    R.check_writable(folder, "accuracy", overwrite=False)
-    R.write_step(tmp_path / "other", "accuracy", _accuracy(), {})          # the other run, finished first
+    results.check_writable(folder, "accuracy", overwrite=False)
+    results.write_step(tmp_path / "other", "accuracy", _accuracy(), {})          # the other run, finished first
     folder.parent.mkdir()
     (tmp_path / "other").rename(folder)
     before = (folder / "accuracy_by_template.csv").read_bytes()
     with pytest.raises(ValueError, match="already holds accuracy results.*--overwrite"):
-        R.write_step(folder, "accuracy", _accuracy(), {"parameters": {"seed": 1}})
-    assert (folder / "accuracy_by_template.csv").read_bytes() == before and not R._WRITING
-    R.check_writable(folder, "accuracy", overwrite=True)
-    R.write_step(folder, "accuracy", _accuracy(), {"parameters": {"seed": 1}})
-    assert R.read_run(folder)["steps"]["accuracy"]["parameters"] == {"seed": 1}
+        results.write_step(folder, "accuracy", _accuracy(), {"parameters": {"seed": 1}})
+    assert (folder / "accuracy_by_template.csv").read_bytes() == before and not results._WRITING
+    results.check_writable(folder, "accuracy", overwrite=True)
+    results.write_step(folder, "accuracy", _accuracy(), {"parameters": {"seed": 1}})
+    assert results.read_run(folder)["steps"]["accuracy"]["parameters"] == {"seed": 1}
 
 
 def test_a_folder_another_process_writes_is_refused_by_check_and_write(tmp_path):
@@ -226,16 +224,16 @@ def test_a_folder_another_process_writes_is_refused_by_check_and_write(tmp_path)
     import subprocess
     import sys
     folder = tmp_path / "m"
-    code = ("import sys, time; from arithmech.core import results as R; R.check_writable(sys.argv[1], 'identify');"
+    code = ("import sys, time; from arithmech.core import results; results.check_writable(sys.argv[1], 'identify');"
             "print('held', flush=True); time.sleep(60)")
     p = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "held"
-        for attempt in (lambda: R.check_writable(folder, "accuracy"), lambda: R.write_step(folder, "accuracy", _accuracy(), {})):
+        for attempt in (lambda: results.check_writable(folder, "accuracy"), lambda: results.write_step(folder, "accuracy", _accuracy(), {})):
             with pytest.raises(ValueError, match=f"'{folder}' is being written by another run") as e:
                 attempt()
             assert "\n" not in str(e.value)
-        assert list(folder.iterdir()) == [] and not R._WRITING
+        assert list(folder.iterdir()) == [] and not results._WRITING
     finally:
         p.kill()
         p.wait()
@@ -246,13 +244,13 @@ def test_run_json_naming_an_input_outside_the_folder_is_refused_before_it_is_ope
     which would hang a reader) is refused by made_with naming run.json, without opening that file."""
     import os
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}})
+    results.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}})
     os.mkfifo(tmp_path / "pipe")
     run = json.loads((f / "run.json").read_text())
     run["steps"]["identify"]["inputs"] = {"../pipe": "0" * 64}
     (f / "run.json").write_text(json.dumps(run))
     with pytest.raises(ResultsError, match=r"run.json' records the input '../pipe', a path outside"):
-        R.made_with(f, "identify", {"seed": 0})
+        results.made_with(f, "identify", {"seed": 0})
 
 
 def test_a_step_of_an_older_file_format_is_not_reused(tmp_path):
@@ -260,15 +258,15 @@ def test_a_step_of_an_older_file_format_is_not_reused(tmp_path):
     version than this arithmech reads (upstream.csv v1 after v2) is made again by the chapters' ``ensure``
     (made_with is False), instead of being reused and then refused by :func:`read` mid-chapter."""
     f = tmp_path / "m"
-    R.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}})
-    assert R.made_with(f, "identify", {"seed": 0})
+    results.write_step(f, "identify", _identify_files(), {"parameters": {"seed": 0}})
+    assert results.made_with(f, "identify", {"seed": 0})
     run = json.loads((f / "run.json").read_text())
-    run["steps"]["identify"]["formats"]["effects.csv"] = RF.FILES["effects.csv"].version - 1
+    run["steps"]["identify"]["formats"]["effects.csv"] = result_files.FILES["effects.csv"].version - 1
     (f / "run.json").write_text(json.dumps(run))
-    assert not R.made_with(f, "identify", {"seed": 0})
+    assert not results.made_with(f, "identify", {"seed": 0})
 
 
 def test_every_step_with_files_names_its_command():
     """Protects the error messages that tell a reader what to re-run: every step that owns a file of the results
     folder has its command in WRITTEN_BY (a missing one turned "re-run …" into a KeyError for shots.csv)."""
-    assert {spec.step for spec in RF.FILES.values()} <= set(RF.WRITTEN_BY)
+    assert {spec.step for spec in result_files.FILES.values()} <= set(result_files.WRITTEN_BY)

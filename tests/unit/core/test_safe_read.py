@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from arithmech.core import safe_read as S
+from arithmech.core import safe_read
 
 
 def test_a_fifo_a_device_and_a_folder_are_refused_before_they_are_opened(tmp_path):
@@ -17,8 +17,8 @@ def test_a_fifo_a_device_and_a_folder_are_refused_before_they_are_opened(tmp_pat
     (tmp_path / "sub").mkdir()
     t0 = time.monotonic()
     for path, kind in ((tmp_path / "effects.csv", "a FIFO"), ("/dev/zero", "a character device"), (tmp_path / "sub", "a folder")):
-        with pytest.raises(S.ResultsError, match=f"is {kind}, not a file"):
-            S.read_bytes(path)
+        with pytest.raises(safe_read.ResultsError, match=f"is {kind}, not a file"):
+            safe_read.read_bytes(path)
     assert time.monotonic() - t0 < 2
 
 
@@ -33,21 +33,21 @@ def test_links_leading_out_of_the_folder_are_refused_and_links_inside_are_read(t
     (folder / "out.json").symlink_to(tmp_path / "secret.txt")
     (folder / "same.json").symlink_to(folder / "a.json")
     for name in ("zero.json", "out.json"):
-        with pytest.raises(S.ResultsError, match="link leading out of its results folder"):
-            S.read_text(folder / name, folder)
-    assert S.read_text(folder / "same.json", folder) == "{}"
+        with pytest.raises(safe_read.ResultsError, match="link leading out of its results folder"):
+            safe_read.read_text(folder / name, folder)
+    assert safe_read.read_text(folder / "same.json", folder) == "{}"
 
 
 def test_a_file_past_the_cap_is_refused_and_undecodable_bytes_name_the_file(tmp_path):
     """Protects the size cap and the decoding message: a file one byte past the cap is refused with its size
     and the cap; bytes that are not UTF-8 are refused naming the file and the byte, not a bare UnicodeDecodeError."""
     (tmp_path / "big.csv").write_bytes(b"x" * 11)
-    with pytest.raises(S.ResultsError, match="has 11 bytes; a results file has at most 10"):
-        S.read_bytes(tmp_path / "big.csv", tmp_path, cap=10)
-    assert S.read_bytes(tmp_path / "big.csv", tmp_path, cap=11) == b"x" * 11
+    with pytest.raises(safe_read.ResultsError, match="has 11 bytes; a results file has at most 10"):
+        safe_read.read_bytes(tmp_path / "big.csv", tmp_path, cap=10)
+    assert safe_read.read_bytes(tmp_path / "big.csv", tmp_path, cap=11) == b"x" * 11
     (tmp_path / "prompts.jsonl").write_bytes(b'{"clean": "\xff\xfe"}\n')
-    with pytest.raises(S.ResultsError, match=r"prompts.jsonl' is not UTF-8 text \(invalid start byte at byte 11\)"):
-        S.read_text(tmp_path / "prompts.jsonl", tmp_path)
+    with pytest.raises(safe_read.ResultsError, match=r"prompts.jsonl' is not UTF-8 text \(invalid start byte at byte 11\)"):
+        safe_read.read_text(tmp_path / "prompts.jsonl", tmp_path)
 
 
 @pytest.mark.parametrize("name", ["/etc/passwd", "../secret.txt", "sub/../../secret.txt", "link/x.csv"])
@@ -57,6 +57,6 @@ def test_recorded_names_leading_out_of_the_folder_are_refused(tmp_path, name):
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "link").symlink_to(tmp_path)
-    with pytest.raises(S.ResultsError, match=r"'run.json' records the input .* a path outside its results folder"):
-        S.inside(folder, name, "run.json")
-    assert S.inside(folder, "effects.csv", "run.json") == folder / "effects.csv"
+    with pytest.raises(safe_read.ResultsError, match=r"'run.json' records the input .* a path outside its results folder"):
+        safe_read.inside(folder, name, "run.json")
+    assert safe_read.inside(folder, "effects.csv", "run.json") == folder / "effects.csv"

@@ -8,7 +8,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.data.answer_tokens import FLOOR_GROUPS, answer_token_table, conditioned_floor, template_summary
 
 
@@ -17,7 +17,7 @@ def test_answer_token_table_counts():
     *and* whole answer right (a token-right prompt with a wrong whole answer is neither checked nor kept), the
     most frequent answer token among kept prompts (ties broken by text), its share (the floor), pass rates and
     accuracies."""
-    mk = lambda tid, ans: D.Sample("p", "q", ans, ans, 1, 1, "addition", tid, "equation", answer_token="first")
+    mk = lambda tid, ans: pairs.Sample("p", "q", ans, ans, 1, 1, "addition", tid, "equation", answer_token="first")
     samples = [mk("t1", "1"), mk("t1", "1"), mk("t1", "2"), mk("t1", "3"), mk("t2", "5"), mk("t2", "4"), mk("t2", "4")]
     correct = [True, True, True, False, True, True, True]
     exact = [True, False, True, False, True, True, False]
@@ -55,15 +55,15 @@ def test_an_info_without_template_counts_is_an_error_not_a_silent_gap():
 def test_answer_tokens_file_roundtrip(tmp_path):
     """Protects the results contract of answer_tokens.csv: written and read through core/results, the answer
     tokens stay text ("0" is not the number 0) and every declared column is there."""
-    from arithmech.core import results as R
-    mk = lambda ans: D.Sample("p", "q", ans, "1" + ans, 1, 9, "addition", "add-1", "equation", answer_token="first")
+    from arithmech.core import results
+    mk = lambda ans: pairs.Sample("p", "q", ans, "1" + ans, 1, 9, "addition", "add-1", "equation", answer_token="first")
     samples = [mk("0"), mk("0"), mk("7")]
     info = {"addition": {"answer_token": "last-digit", "templates": template_summary(samples, [True] * 3, [True] * 3,
                                                                                    [True] * 3)}}
     effects = pd.DataFrame({"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0], "effect_lo": [0.0],
                             "effect_hi": [0.0]})
-    R.write_step(tmp_path, "identify", {"answer_tokens.csv": answer_token_table(info), "effects.csv": effects}, {})
-    back = R.read(tmp_path, "answer_tokens.csv")
+    results.write_step(tmp_path, "identify", {"answer_tokens.csv": answer_token_table(info), "effects.csv": effects}, {})
+    back = results.read(tmp_path, "answer_tokens.csv")
     assert list(back.top_token) == ["0", "0"] and back.top_share.tolist() == pytest.approx([2 / 3] * 2)
 
 
@@ -87,7 +87,7 @@ def test_conditioned_floor_is_leave_one_out():
     majority of the other prompts of the group (coarser group for a group of one); the floor is the best
     grouping; a prompt alone in its group does not predict itself; multiplication's tens digit and operand A
     pin the last digit (8 × 7 = 5|6: the prompt carries "5" and A = 8, so "6")."""
-    mk = lambda op, a, b, c: D.Sample("p", "q", str(c)[-1], str(c), a, b, op, "t", "equation", answer_token="last-digit", carried=str(c)[:-1])
+    mk = lambda op, a, b, c: pairs.Sample("p", "q", str(c)[-1], str(c), a, b, op, "t", "equation", answer_token="last-digit", carried=str(c)[:-1])
     hand = [mk("multiplication", 8, 7, 56), mk("multiplication", 8, 7, 56), mk("multiplication", 8, 3, 24),
             mk("multiplication", 7, 8, 56), mk("addition", 3, 4, 7), mk("addition", 5, 2, 7), mk("addition", 1, 1, 2),
             mk("division", 8, 4, 2)]

@@ -6,7 +6,7 @@ import json
 import pytest
 from factories import BAD_FILES, GOOD
 
-from arithmech.data import pairfile as PF
+from arithmech.data import pairfile as data_pairfile
 
 # ------------------------------------------------------------------------------------ pair schema
 
@@ -15,8 +15,8 @@ def test_schema_checker_agrees_with_jsonschema():
     """Protects: PAIR_FILE_SCHEMA is a valid JSON Schema and our small checker accepts exactly what the
     reference validator (jsonschema, draft 2020-12) accepts, on hand-written and the BAD_FILES rows."""
     jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.Draft202012Validator.check_schema(PF.PAIR_FILE_SCHEMA)
-    ref = jsonschema.Draft202012Validator(PF.PAIR_FILE_SCHEMA)
+    jsonschema.Draft202012Validator.check_schema(data_pairfile.PAIR_FILE_SCHEMA)
+    ref = jsonschema.Draft202012Validator(data_pairfile.PAIR_FILE_SCHEMA)
     cases = [[GOOD], [], [GOOD, {"clean": 1}], {"a": 1}, [{**GOOD, "op": "x"}], [{**GOOD, "answer": "A" * 300}],
              [{**GOOD, "op_word": ""}], [{**GOOD, "id": ""}], [True], [{**GOOD, "extra": 1}], "text", None]
     for text, _ in BAD_FILES:
@@ -25,7 +25,7 @@ def test_schema_checker_agrees_with_jsonschema():
         except json.JSONDecodeError:
             pass
     for rows in cases:
-        assert ref.is_valid(rows) == (not PF.schema_problems(rows)), rows
+        assert ref.is_valid(rows) == (not data_pairfile.schema_problems(rows)), rows
 
 
 def test_pair_file_limits_are_checked_while_reading(tmp_path):

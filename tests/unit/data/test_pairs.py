@@ -13,10 +13,8 @@ from factories import BAD_FILES, SAFE, make_bytelevel_tokenizer, time_limit
 from factories import write_file as _write
 
 from arithmech.core.inputs import ANSWER_TOKENS
-from arithmech.data import answers as ANS
-from arithmech.data import pairfile as PF
-from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data import answers, pairfile, templates
+from arithmech.data import pairs as data_pairs
 from arithmech.data.batches import answer_ids
 from arithmech.data.draw import Draw
 from arithmech.data.pairs import TemplateLengthError, load_template_pairs, make_pairs, select_templates
@@ -47,7 +45,7 @@ def test_counterfactual_removes_operator(embedded_tokenizer):
         op_tokens = [tok(s.clean)["input_ids"][p] for p in s.positions["operator"]]
         cor_tokens = [tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]
         assert op_tokens != cor_tokens
-        assert tok.decode(cor_tokens).strip() in T.NEUTRAL_WORDS + T.NEUTRAL_SYMBOLS
+        assert tok.decode(cor_tokens).strip() in templates.NEUTRAL_WORDS + templates.NEUTRAL_SYMBOLS
 
 
 def test_positions_point_at_operands(embedded_tokenizer):
@@ -60,7 +58,7 @@ def test_positions_point_at_operands(embedded_tokenizer):
         assert [toks[p] for p in s.positions["B"]] == list(str(s.b))
         assert s.positions["end"] == len(toks) - 1
         # every template names its operator, except Fig. 10's "X has A, and Y has B" (no calculation word)
-        assert s.positions["operator"] or "{OP}" not in T.TEMPLATES[s.template].clean
+        assert s.positions["operator"] or "{OP}" not in templates.TEMPLATES[s.template].clean
 
 
 def test_seeded_and_deterministic(embedded_tokenizer):
@@ -75,7 +73,7 @@ def test_seeded_and_deterministic(embedded_tokenizer):
 def test_length_changing_pair_is_redrawn_then_fails(embedded_tokenizer):
     """Protects: a user pair whose counterfactual can never keep the token length fails with one clear message."""
     tok = embedded_tokenizer
-    bad = T.parse_pair("{A} plus {B} is", "{A} is not the same as {B} is", id="bad")
+    bad = templates.parse_pair("{A} plus {B} is", "{A} is not the same as {B} is", id="bad")
     with pytest.raises(TemplateLengthError, match="'bad'.*same token length"):
         make_pairs(tok, [bad], n=2, seed=0, draw=Draw("first", 0, 1))
 
@@ -94,11 +92,11 @@ def test_jsonl_roundtrip(embedded_tokenizer, tmp_path):
     """Protects: prompts.jsonl, written and read through the results contract, holds the exact samples."""
     import pandas as pd
 
-    from arithmech.core import results as R
+    from arithmech.core import results
     from arithmech.data import pairs
     tok = embedded_tokenizer
     samples, _ = make_pairs(tok, "addition", n=30, seed=0, draw=Draw("first", 0, 1))
-    R.write_step(tmp_path, "identify", {"prompts.jsonl": samples, "effects.csv": pd.DataFrame(
+    results.write_step(tmp_path, "identify", {"prompts.jsonl": samples, "effects.csv": pd.DataFrame(
         {"task": ["addition"], "layer": [0], "head": ["0"], "effect": [0.0], "effect_lo": [0.0], "effect_hi": [0.0]})}, {})
     assert pairs.samples(tmp_path) == samples
     with pytest.raises(FileNotFoundError, match="run `python -m arithmech identify`"):
@@ -169,20 +167,20 @@ def test_pairs_identical_to_the_two_loop_version(embedded_tokenizer, monkeypatch
     import hashlib
     import json
 
-    from arithmech.data import pairs as D
+    from arithmech.data import pairs as data_pairs
     former = ("<", ">", "@", "#", "&", "~", "|", "^")
-    monkeypatch.setattr(T, "SYMBOL_DRAWS", former)
-    monkeypatch.setattr(D, "PAIRS_DIVISION", "uniform-operands")
-    monkeypatch.setitem(T.POOLS, "S", former)
+    monkeypatch.setattr(templates, "SYMBOL_DRAWS", former)
+    monkeypatch.setattr(data_pairs, "PAIRS_DIVISION", "uniform-operands")
+    monkeypatch.setitem(templates.POOLS, "S", former)
     for key, digest in DRAWN_BEFORE.items():
         maker, task, seed = key.split("/")
-        s, st = getattr(D, maker)(tok, task, n=40, seed=int(seed), draw=D.Draw("first", 0, 1))
+        s, st = getattr(data_pairs, maker)(tok, task, n=40, seed=int(seed), draw=data_pairs.Draw("first", 0, 1))
         assert all(x.answer_token == "first" and x.carried == "" for x in s)
         rows = [{k: v for k, v in x.to_json().items() if k not in ("answer_token", "carried")} for x in s]
         blob = json.dumps(rows + [st.redrawn, st.per_template], sort_keys=True)
         assert hashlib.sha256(blob.encode()).hexdigest()[:16] == digest, key
     with pytest.raises(ValueError, match="unknown counterfactual kind"):
-        D.draw_pairs(tok, "addition", n=1, kind="operands", draw=D.Draw("first", 0, 1))
+        data_pairs.draw_pairs(tok, "addition", n=1, kind="operands", draw=data_pairs.Draw("first", 0, 1))
 
 
 SMALL = ("add-1", "add-2", "add-5", "mul-1", "sub-1")        # equations and statements both tokenizers write
@@ -210,7 +208,7 @@ def test_each_variant_on_a_small_template_set(any_tok, variant, kind):
     the answer token tokenizes exactly as the whole text (prompt + joiner + answer) does, X_c carries the
     same digits and keeps the token length, and the operand X_c's own answer shares the leading digits."""
     tok = any_tok
-    samples, _ = D.draw_pairs(tok, [T.TEMPLATES[i] for i in SMALL], n=60, seed=4, kind=kind, draw=D.Draw(variant, 0, 1))
+    samples, _ = data_pairs.draw_pairs(tok, [templates.TEMPLATES[i] for i in SMALL], n=60, seed=4, kind=kind, draw=data_pairs.Draw(variant, 0, 1))
     ids = answer_ids(tok, samples).tolist()
     rule = {"addition": int.__add__, "subtraction": int.__sub__, "multiplication": int.__mul__}
     for s, a in zip(samples, ids):
@@ -248,7 +246,7 @@ def test_last_digit_token_depends_on_both_operands(embedded_tokenizer, variant):
     tokens = {}
     for a in range(1, 10):
         for b in range(1, 10):
-            split = D.split_answer(tok, f"{a} + {b} =", str(a + b), " ", answer_token=variant)
+            split = data_pairs.split_answer(tok, f"{a} + {b} =", str(a + b), " ", answer_token=variant)
             tokens[a, b] = tok.decode([split[1]]).strip()
     fixed_a = [len({tokens[a, b] for b in range(1, 10)}) for a in range(1, 10)]
     fixed_b = [len({tokens[a, b] for a in range(1, 10)}) for b in range(1, 10)]
@@ -263,27 +261,27 @@ def test_last_digit_token_depends_on_both_operands(embedded_tokenizer, variant):
 def test_variants_are_seeded(embedded_tokenizer, variant):
     """Protects determinism: the same seed gives the same samples under every variant, another seed others."""
     tok = embedded_tokenizer
-    a, sa = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant, 0, 1))
-    b, sb = D.make_pairs(tok, "all", n=40, seed=7, draw=D.Draw(variant, 0, 1))
-    c, _ = D.make_pairs(tok, "all", n=40, seed=8, draw=D.Draw(variant, 0, 1))
+    a, sa = data_pairs.make_pairs(tok, "all", n=40, seed=7, draw=data_pairs.Draw(variant, 0, 1))
+    b, sb = data_pairs.make_pairs(tok, "all", n=40, seed=7, draw=data_pairs.Draw(variant, 0, 1))
+    c, _ = data_pairs.make_pairs(tok, "all", n=40, seed=8, draw=data_pairs.Draw(variant, 0, 1))
     assert a == b and sa == sb and a != c
 
 
 def test_unknown_variant_is_refused(embedded_tokenizer):
     """Protects the input contract: an unknown answer-token variant is one clear ValueError naming the three."""
     with pytest.raises(ValueError, match="answer_token='last'.*last-digit, single-token, first"):
-        D.make_pairs(embedded_tokenizer, "addition", n=2, draw=D.Draw("last", 0, 1))
+        data_pairs.make_pairs(embedded_tokenizer, "addition", n=2, draw=data_pairs.Draw("last", 0, 1))
 
 
 def test_drawn_counterfactuals_carry_no_operator(embedded_tokenizer):
     """Protects: no drawn X_c of any template (App. D's exponentiation included) holds an operator token
     where X_r has its operator."""
     tok = embedded_tokenizer
-    samples, _ = D.make_pairs(tok, T.FIG8 + T.EXPONENTIATION, n=4 * 38, seed=0, draw=D.Draw("first", 0, 1))
-    ops = T.operators()
+    samples, _ = data_pairs.make_pairs(tok, templates.FIG8 + templates.EXPONENTIATION, n=4 * 38, seed=0, draw=data_pairs.Draw("first", 0, 1))
+    ops = templates.operators()
     for s in samples:
         got = tok.decode([tok(s.corrupt)["input_ids"][p] for p in s.positions["operator"]]).strip()
-        assert got in T.NEUTRAL_WORDS + T.NEUTRAL_SYMBOLS and got not in ops
+        assert got in templates.NEUTRAL_WORDS + templates.NEUTRAL_SYMBOLS and got not in ops
 
 
 # ------------------------------------------------------------------------------------ pair schema
@@ -354,7 +352,7 @@ def _value(rng: random.Random, key: str):
     if key in ("clean", "corrupt"):
         return rng.choice(_TEXTS) + rng.choice(["", " is", " {B}", " {OP}"])
     if key == "op":
-        return rng.choice([*ANS.OPERATIONS, "custom", "modulo", "", "ADDITION"])
+        return rng.choice([*answers.OPERATIONS, "custom", "modulo", "", "ADDITION"])
     if key == "op_word":
         return rng.choice(["plus", "", "{SPAN}", "{NOPE}", "{", "{N}"])
     if key == "answer":
@@ -371,11 +369,11 @@ def _pair(rng: random.Random):
     if rng.random() < 0.05:
         return rng.choice([1, "text", None, []])
     clean, corrupt, word = rng.choice(_VALID)
-    row = {"clean": clean, "corrupt": corrupt, "op_word": word, "op": rng.choice(ANS.OPERATIONS)}
+    row = {"clean": clean, "corrupt": corrupt, "op_word": word, "op": rng.choice(answers.OPERATIONS)}
     if rng.random() < 0.5:
         row["answer"] = rng.choice(SAFE)
     for _ in range(rng.choice([0, 1, 1, 2])):
-        r, key = rng.random(), rng.choice(PF.PAIR_KEYS)
+        r, key = rng.random(), rng.choice(pairfile.PAIR_KEYS)
         if r < 0.7:
             row[key] = _value(rng, key)
         elif r < 0.85:
@@ -390,7 +388,7 @@ def test_fuzz_random_pair_files_are_accepted_or_refused_quickly(tok, tmp_path):
     JSON) through the loader and pair drawing: each is accepted or refused with ValueError within seconds —
     no other exception, no hang; jsonschema agrees with the loader's schema verdict."""
     jsonschema = pytest.importorskip("jsonschema")
-    ref = jsonschema.Draft202012Validator(PF.PAIR_FILE_SCHEMA)
+    ref = jsonschema.Draft202012Validator(pairfile.PAIR_FILE_SCHEMA)
     rng = random.Random(17)
     outcomes = {"accepted": 0, "refused": 0}
     for case in range(300):

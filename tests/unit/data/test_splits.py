@@ -35,16 +35,16 @@ def test_identify_split_sides_never_share_a_problem():
     """Protects identify's split: a problem cluster (operation, unordered operand pair) has one fixed side, so
     3 + 5 and 5 + 3 fall together; each operation's single-digit problems go one in EVAL_SHARE to evaluation
     (not only on average: division has 23); ranking_side keeps only ranking clusters and each prompt once."""
-    from types import SimpleNamespace as S
+    from types import SimpleNamespace
 
     from arithmech.data import splits
-    assert splits.cluster(S(op="addition", a=5, b=3)) == splits.cluster(S(op="addition", a=3, b=5))
+    assert splits.cluster(SimpleNamespace(op="addition", a=5, b=3)) == splits.cluster(SimpleNamespace(op="addition", a=3, b=5))
     for op in ("addition", "subtraction", "multiplication"):
         every = [(op, a, b) for a in range(1, 10) for b in range(a, 10)]
         assert sum(splits.side(c) == "eval" for c in every) == 15
     division = {("division", b, a) for a in range(1, 10) for b in range(1, 10) if a % b == 0}
     assert len(division) == 23 and sum(splits.side(c) == "eval" for c in division) == 8
-    ss = [S(op="addition", a=a, b=b, clean=f"{a}+{b}") for a in range(1, 10) for b in range(1, 10)] * 2
+    ss = [SimpleNamespace(op="addition", a=a, b=b, clean=f"{a}+{b}") for a in range(1, 10) for b in range(1, 10)] * 2
     kept = splits.ranking_side(ss)
     assert len({s.clean for s in kept}) == len(kept) and all(splits.side(splits.cluster(s)) == "rank" for s in kept)
     assert len(kept) == sum(splits.side(splits.cluster(s)) == "rank" for s in ss[:81])

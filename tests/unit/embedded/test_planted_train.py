@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from arithmech.embedded import planted_train as PT
-from arithmech.embedded import planted_truth as T
+from arithmech.embedded import planted_train, planted_truth
 
 TINY = dict(d_model=32, d_ff=32, max_len=64)
 
@@ -17,15 +16,15 @@ def test_training_is_deterministic_and_keeps_the_construction(tmp_path):
     from safetensors.torch import load_file
 
     kw = dict(steps=2, batch_size=4, seed=5, log_every=0, size=TINY, eval_n=1, threads=1)
-    a, _ = PT.train(tmp_path / "a", **kw)
-    b, _ = PT.train(tmp_path / "b", **kw)
+    a, _ = planted_train.train(tmp_path / "a", **kw)
+    b, _ = planted_train.train(tmp_path / "b", **kw)
     assert a is not None and b is not None
     wa, wb = load_file(a / "model.safetensors"), load_file(b / "model.safetensors")
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
     from arithmech.core.models import load_model
 
     model, tok, _ = load_model(str(a))
-    assert T.fixed_deviation(model, tok) == 0.0
+    assert planted_truth.fixed_deviation(model, tok) == 0.0
     assert (a / "README.md").read_text().startswith("# arithmech planted model")
-    PT.add_seeds(a, [b])  # another seed's run recorded in the card (here the same seed: the numbers are equal)
+    planted_train.add_seeds(a, [b])  # another seed's run recorded in the card (here the same seed: the numbers are equal)
     assert "- seed 5 (" in (a / "README.md").read_text()

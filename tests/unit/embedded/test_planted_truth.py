@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 
 from arithmech.core.names import PLANTED_DIR
-from arithmech.embedded import planted as P
-from arithmech.embedded import planted_truth as T
+from arithmech.embedded import planted, planted_truth
 
 pytestmark = pytest.mark.skipif(not (PLANTED_DIR / "model.safetensors").exists(), reason="no shipped planted model")
-TH = P.THRESHOLDS
+TH = planted.THRESHOLDS
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +22,14 @@ def shipped():
 
 @pytest.fixture(scope="module")
 def small():
-    return P.split_items("in_distribution_small", seed=11, n=6)
+    return planted.split_items("in_distribution_small", seed=11, n=6)
 
 
 def test_the_shipped_weights_hold_the_fixed_entries(shipped):
     """Protects the construction on the shipped file: every entry the design fixes (reserved embedding columns,
     zero write rows, unit norm gains, the q/k rows of blind, off and composer heads) has its declared value."""
     model, tok = shipped
-    assert T.fixed_deviation(model, tok) == 0.0
+    assert planted_truth.fixed_deviation(model, tok) == 0.0
 
 
 def test_no_nonplanted_head_reads_a_slot_token(shipped, small):
@@ -38,8 +37,8 @@ def test_no_nonplanted_head_reads_a_slot_token(shipped, small):
     anything but <s>, and the composer to nothing but <s> from a non-slot query (attention weights at most the
     declared threshold)."""
     model, tok = shipped
-    prompts = [it["prompt"] for it in small] + [p for pair in T.slot_pairs(5, 1) for p in pair]
-    worst = T.forbidden_attention(model, tok, prompts)
+    prompts = [it["prompt"] for it in small] + [p for pair in planted_truth.slot_pairs(5, 1) for p in pair]
+    worst = planted_truth.forbidden_attention(model, tok, prompts)
     assert max(worst.values()) <= TH["max_forbidden_attention"], worst
 
 
@@ -48,9 +47,9 @@ def test_nonplanted_heads_are_blind_to_operands_and_operator(shipped):
     and an X_c that differs only in slot tokens (operator -> neutral word, other operands), so path patching gives
     them exactly zero effect; each mover's output does change."""
     model, tok = shipped
-    inv = T.slot_invariance(model, tok, T.slot_pairs(7, 2))
-    assert max(v for k, v in inv.items() if k not in P.PLANTED) <= TH["max_nonplanted_output_change"]
-    assert min(inv[k] for k in P.MOVERS) > 1e-3
+    inv = planted_truth.slot_invariance(model, tok, planted_truth.slot_pairs(7, 2))
+    assert max(v for k, v in inv.items() if k not in planted.PLANTED) <= TH["max_nonplanted_output_change"]
+    assert min(inv[k] for k in planted.MOVERS) > 1e-3
 
 
 def test_ablating_the_movers_leaves_only_operand_blind_answers(shipped, small):
@@ -58,10 +57,10 @@ def test_ablating_the_movers_leaves_only_operand_blind_answers(shipped, small):
     leaves accuracy at most the groups' majority share, and costs at least the declared drop on App. A operands;
     the same ablation of all twelve non-planted heads changes no answer."""
     model, tok = shipped
-    movers = T.mean_ablation(model, tok, small, P.MOVERS)
+    movers = planted_truth.mean_ablation(model, tok, small, planted.MOVERS)
     assert movers["ablated_accuracy"] <= movers["majority_share"] + TH["mover_ablation_slack"]
     assert movers["accuracy"] - movers["ablated_accuracy"] >= TH["min_mover_ablation_drop"]
-    others = T.mean_ablation(model, tok, small, T.nonplanted(model))
+    others = planted_truth.mean_ablation(model, tok, small, planted_truth.nonplanted(model))
     assert others["answers_changed"] == 0.0
 
 

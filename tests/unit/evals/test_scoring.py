@@ -8,7 +8,7 @@ import pytest
 import torch
 from factories import make_tiny_llama
 
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.data.answer_tokens import answer_token_table
 from arithmech.data.batches import answer_ids
 from arithmech.evals.scoring import check_counterfactuals, filter_correct, predict
@@ -33,17 +33,17 @@ def test_counterfactual_check_drops_pairs_answered_the_same(embedded_tokenizer, 
     so no answer "8" is whole and X_r is empty before the X_c check; counted as whole, the X_c check empties it."""
     tok = embedded_tokenizer
     model = _constant_model(tok, "8")
-    samples, _ = D.make_pairs(tok, "addition", n=60, seed=0, draw=D.Draw("single-token", 0, 1))
+    samples, _ = pairs.make_pairs(tok, "addition", n=60, seed=0, draw=pairs.Draw("single-token", 0, 1))
     right = [s for s in samples if s.answer == "8"]
     assert right
     kept, passed = check_counterfactuals(model, tok, samples)
     assert kept == [s for s in samples if s.answer != "8"] and passed == [s.answer != "8" for s in samples]
     with pytest.raises(ValueError, match=f"answers none of the 60 .*right \\({len(right)} by the answer token, none also"):
-        prepare(model, tok, "addition", 60, 0, draw=D.Draw("single-token", 0, 1))
-    from arithmech.methods import prepare as P
-    monkeypatch.setattr(P, "greedy_exact", lambda model, tok, items, batch_size: [True] * len(items))
+        prepare(model, tok, "addition", 60, 0, draw=pairs.Draw("single-token", 0, 1))
+    from arithmech.methods import prepare as methods_prepare
+    monkeypatch.setattr(methods_prepare, "greedy_exact", lambda model, tok, items, batch_size: [True] * len(items))
     with pytest.raises(ValueError, match=f"answers {len(right)} of the 60 .*top-1 token is still the answer"):
-        prepare(model, tok, "addition", 60, 0, draw=D.Draw("single-token", 0, 1))
+        prepare(model, tok, "addition", 60, 0, draw=pairs.Draw("single-token", 0, 1))
 
 
 def test_counterfactual_check_on_the_embedded_model(embedded_model):
@@ -51,14 +51,14 @@ def test_counterfactual_check_on_the_embedded_model(embedded_model):
     the others pass exactly when the model's top-1 token on X_c differs from the answer token; info and the
     answer-token table agree with the samples kept."""
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "addition", n=48, seed=2, draw=D.Draw("last-digit", 0, 1))
+    samples, _ = pairs.make_pairs(tok, "addition", n=48, seed=2, draw=pairs.Draw("last-digit", 0, 1))
     same = [dataclasses.replace(s, corrupt=s.clean) if i % 3 == 0 else s for i, s in enumerate(samples)]
     correct, _ = filter_correct(model, tok, same)
     kept, passed = check_counterfactuals(model, tok, correct)
     top_c = predict(model, tok, [s.corrupt for s in correct])[:, 0]
     assert passed == (top_c != answer_ids(tok, correct)).tolist()
     assert all(s.corrupt != s.clean for s in kept) and any(s.corrupt == s.clean for s in correct)
-    kept2, info = prepare(model, tok, same, 48, 0, draw=D.Draw("last-digit", 0, 1))   # ready-made: not drawn
+    kept2, info = prepare(model, tok, same, 48, 0, draw=pairs.Draw("last-digit", 0, 1))   # ready-made: not drawn
     assert kept2 == kept and info["n_kept"] == len(kept) and info["n_correct"] == len(correct)
     cc = info["counterfactual_check"]
     assert (cc["checked"], cc["passed"], cc["dropped"]) == (len(correct), len(kept), len(correct) - len(kept))

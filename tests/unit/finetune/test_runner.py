@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 from factories import make_tiny_llama
 
-from arithmech.finetune import adapter as A
+from arithmech.finetune import adapter
 from arithmech.finetune.data import tokenize_pairs
 from arithmech.finetune.runner import HeadMaskedTrainer, training_args
 
-SPEC = A.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
+SPEC = adapter.HeadSpec(heads=((1, 0), (1, 3), (2, 2)))      # make_tiny_llama: 3 layers, 4 heads, 2 kv heads
 
 
 def test_multi_gpu_full_sft_configuration():

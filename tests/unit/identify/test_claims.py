@@ -9,10 +9,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.claims import decide as C
+from arithmech.claims import decide
 from arithmech.claims.decide import BY_ID
 from arithmech.claims.evidence import Context
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.identify.claims import K
 from arithmech.report.views.findings import claims_table
 from arithmech.report.views.pages import claim_lines
@@ -53,12 +53,12 @@ def _write(folder, effects: pd.DataFrame, knockout: pd.DataFrame | None = None, 
              "effects.csv": effects, "key_heads.json": {"task": "all", "heads": [], **({"control": control} if control else {})}}
     if knockout is not None:
         files["knockout.csv"] = knockout
-    R.write_step(folder, "identify", files | (extra or {}), {"parameters": {}})
+    results.write_step(folder, "identify", files | (extra or {}), {"parameters": {}})
     return folder
 
 
 def _holds(folder, cid):
-    return C.claims(Context(folder), [cid]).set_index("id").loc[cid, "holds"]
+    return decide.claims(Context(folder), [cid]).set_index("id").loc[cid, "holds"]
 
 
 def test_key_heads_need_their_interval_below_the_threshold(tmp_path):
@@ -82,9 +82,9 @@ def test_key_heads_by_share_read_the_share_interval_and_are_inconclusive_without
                                                                           for l, h in zip(eff.layer, eff["head"])])
     yes = _write(tmp_path / "a", share(-0.06))
     assert _holds(yes, "key-heads-exist-share") is True and _holds(yes, "key-heads-exist") is False
-    assert "1 of 6 heads" in C.claims(Context(yes), ["key-heads-exist-share"]).here.iloc[0]
+    assert "1 of 6 heads" in decide.claims(Context(yes), ["key-heads-exist-share"]).here.iloc[0]
     assert _holds(_write(tmp_path / "b", share(-0.04)), "key-heads-exist-share") is False
-    old = C.claims(Context(_write(tmp_path / "c", eff)), ["key-heads-exist-share", "key-heads-exist"]).set_index("id")
+    old = decide.claims(Context(_write(tmp_path / "c", eff)), ["key-heads-exist-share", "key-heads-exist"]).set_index("id")
     assert pd.isna(old.loc["key-heads-exist-share", "holds"]) and old.loc["key-heads-exist", "holds"] is False
     assert old.loc["key-heads-exist-share", "here"].startswith("not measured: effects.csv has no share")
     assert BY_ID["key-heads-exist-share"].paper == "not measured in the paper (the LD ratio, beside the paper's measure)"
@@ -98,7 +98,7 @@ def test_few_heads_is_scaled_to_the_model_and_needs_both_measures(tmp_path):
     L = 200
     eff = {(l, 0): -0.2 for l in range(20)} | {(l, h): -0.01 for l in range(L) for h in range(2) if not (h == 0 and l < 20)}
     e = _effects(eff, [0.0] * L)
-    row = C.claims(Context(_write(tmp_path / "a", e)), ["few-heads"]).iloc[0]
+    row = decide.claims(Context(_write(tmp_path / "a", e)), ["few-heads"]).iloc[0]
     assert row.holds is True and row.here.startswith("the top 20 of 400 heads (5%) hold 51%")
     even = e.assign(share=-0.01, share_lo=-0.02, share_hi=0.0)
     assert _holds(_write(tmp_path / "b", even), "few-heads") is None
@@ -113,7 +113,7 @@ def test_middle_layers_and_few_heads_follow_the_numbers(tmp_path):
     e = _write(tmp_path / "e", _effects(early, [0.0] * L))
     assert _holds(m, "few-heads") is True
     # the top 10 also hold the zero-effect heads (ties broken by layer): the median is set by them
-    assert C.claims(Context(m), ["middle-layers"]).here.iloc[0].startswith("median depth of the top 10")
+    assert decide.claims(Context(m), ["middle-layers"]).here.iloc[0].startswith("median depth of the top 10")
     spread = {(l, h): -0.03 for l in range(30) for h in range(2)}           # 60 equal heads: top 10 hold 1/6
     assert _holds(_write(tmp_path / "s", _effects(spread, [0.0] * 30)), "few-heads") is False
     assert _holds(e, "middle-layers") is None          # no per-cluster effects: no interval, inconclusive
@@ -145,22 +145,22 @@ def test_middle_layers_reads_the_median_depths_cluster_interval_against_the_midd
     from arithmech.identify.claims import in_middle
     assert in_middle(0.4, 0.6) is True and in_middle(0.7, 0.9) is False and in_middle(0.1, 0.3) is False
     assert in_middle(1 / 3, 2 / 3) is True and in_middle(0.3, 0.5) is None
-    inside = C.claims(Context(_top10(tmp_path, "in", [12, 12, 13, 13, 14, 14, 15, 15, 16, 16])), ["middle-layers"]).iloc[0]
+    inside = decide.claims(Context(_top10(tmp_path, "in", [12, 12, 13, 13, 14, 14, 15, 15, 16, 16])), ["middle-layers"]).iloc[0]
     assert inside.holds is True and inside.here.startswith("median depth of the top 10, layer/(L−1) with L = 30: 0.483")
     assert "95% bootstrap over 25 problem clusters, re-ranked each time: [0.483, 0.483]" in inside.here
-    late = C.claims(Context(_top10(tmp_path, "late", [24, 24, 25, 25, 26, 26, 27, 27, 28, 28])), ["middle-layers"]).iloc[0]
+    late = decide.claims(Context(_top10(tmp_path, "late", [24, 24, 25, 25, 26, 26, 27, 27, 28, 28])), ["middle-layers"]).iloc[0]
     assert late.holds is False and "[0.897, 0.897]" in late.here
     edge_layers = [14, 18, 19, 19, 20, 20, 21, 21, 23, 29]
     rival = {(10, 0): [-0.6] * 6 + [0.0] * 19, (11, 0): [-0.6] * 6 + [0.0] * 19}   # mean −0.144: 11th and 12th
-    edge = C.claims(Context(_top10(tmp_path, "edge", edge_layers, spread=rival)), ["middle-layers"]).iloc[0]
+    edge = decide.claims(Context(_top10(tmp_path, "edge", edge_layers, spread=rival)), ["middle-layers"]).iloc[0]
     assert edge.holds is None and ": 0.690 (layers 14, 18, 19, 19, 20, 20, 21, 21, 23, 29)" in edge.here, edge.here
     lo, hi = (float(x) for x in edge.here.split("re-ranked each time: [")[1].split("]")[0].split(", "))
     # a resample drawing over a third of its prompts from the rivals' 6 clusters (P ≈ 0.1) ranks both above the
     # −0.2 heads and drops layers 23 and 29: layers 10, 11, 14, 18, 19, 19, 20, ... — median 19/29
     assert lo < 2 / 3 < hi and (lo, hi) == (round(19 / 29, 3), round(20 / 29, 3))
-    few = C.claims(Context(_top10(tmp_path, "few", [12, 12, 13, 13, 14, 14, 15, 15, 16, 16], m=19)), ["middle-layers"]).iloc[0]
+    few = decide.claims(Context(_top10(tmp_path, "few", [12, 12, 13, 13, 14, 14, 15, 15, 16, 16], m=19)), ["middle-layers"]).iloc[0]
     assert few.holds is None and "fewer than 20 problem clusters (19)" in few.here
-    bare = C.claims(Context(_write(tmp_path / "bare", _effects({(13, 0): -0.2}, [0.0] * 30))), ["middle-layers"]).iloc[0]
+    bare = decide.claims(Context(_write(tmp_path / "bare", _effects({(13, 0): -0.2}, [0.0] * 30))), ["middle-layers"]).iloc[0]
     assert bare.holds is None and "keeps no per-cluster effects" in bare.here
 
 
@@ -184,7 +184,7 @@ def test_knockout_rule_does_not_reject_on_a_point_above_the_lowest_draw(tmp_path
     the interval reaches below the draws' 5th percentile (89 %): inconclusive. At 95 % [90 %, 99 %] against draws
     at 90 %, the lower end sits at the 5th percentile: does not hold."""
     eff = _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0])
-    near = C.claims(Context(_write(tmp_path / "a", eff, _knockout(0.8, [0.78] + [0.9] * 19))), ["knockout-key-vs-random"]).iloc[0]
+    near = decide.claims(Context(_write(tmp_path / "a", eff, _knockout(0.8, [0.78] + [0.9] * 19))), ["knockout-key-vs-random"]).iloc[0]
     assert pd.isna(near.holds) and "lower bound 75%" in near.here and "5th percentile 89%" in near.here, near.here
     inside = _write(tmp_path / "b", eff, _knockout(0.95, [0.9] * 20, ci_high=0.99))
     assert _holds(inside, "knockout-key-vs-random") is False
@@ -197,7 +197,7 @@ def test_knockout_rule_reads_the_primary_task_only(tmp_path):
     eff = _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0])
     other = _knockout(0.95, [0.9] * 20, ci_high=0.99).assign(task="addition")
     both = pd.concat([other, _knockout(0.2, [0.9] * 20, ci_high=0.3)], ignore_index=True)
-    row = C.claims(Context(_write(tmp_path / "a", eff, both)), ["knockout-key-vs-random"]).iloc[0]
+    row = decide.claims(Context(_write(tmp_path / "a", eff, both)), ["knockout-key-vs-random"]).iloc[0]
     assert row.holds is True and "100% → 20%" in row.here
 
 
@@ -217,14 +217,14 @@ def test_ablation_rule_uses_the_higher_floor_and_the_control(tmp_path):
     assert _holds(_write(tmp_path / "b", eff, ko(0.1)), "ablation-removes-information") is False
     assert _holds(_write(tmp_path / "c", eff, ko(0.5)), "ablation-removes-information") is True
     failed = _write(tmp_path / "d", eff, ko(0.5), {"failed": {"all": "every task fails its control"}})
-    row = C.claims(Context(failed), ["ablation-removes-information"]).iloc[0]
+    row = decide.claims(Context(failed), ["ablation-removes-information"]).iloc[0]
     assert row.holds is None and "fails its control" in row.here and "higher of" in BY_ID[row.id].rule
 
 
 def test_missing_files_make_a_claim_inconclusive_and_say_which(tmp_path):
     """Protects: a rule whose results are absent is inconclusive (never silently true or false)."""
     folder = _write(tmp_path / "a", _effects({(1, 0): -0.2}, [0.0, 0.0]))
-    c = C.claims(Context(folder)).set_index("id")
+    c = decide.claims(Context(folder)).set_index("id")
     for cid in ("knockout-key-vs-random", "transfer", "attention-roles", "precise-matches-full"):
         assert pd.isna(c.loc[cid, "holds"]), cid
         assert c.loc[cid, "here"].startswith("not measured"), cid
@@ -234,7 +234,7 @@ def test_text_lines_and_table_agree(tmp_path):
     """Protects: the sentences a chapter shows carry the table's verdict for the same claim id, and the
     intro's markdown table shows every rule with its verdict, so text and table agree."""
     folder = _write(tmp_path / "a", _effects({(1, 0): -0.2}, [0.0, 0.0, 0.0]), _knockout(0.2, [0.9] * 20))
-    c = C.claims(Context(folder))
+    c = decide.claims(Context(folder))
     lines = claim_lines(c, list(c.id))
     for line, (_, row) in zip(lines, c.iterrows()):
         assert line.startswith(f"{row.claim}: **{claim_verdict(row.holds, row.here)}**")
@@ -248,7 +248,7 @@ def test_text_lines_and_table_agree(tmp_path):
 def test_unknown_claim_id_is_a_clear_error():
     """Protects: asking for a claim that does not exist names the known ones."""
     with pytest.raises(ValueError, match="known: key-heads-exist"):
-        C.select(["nope"])
+        decide.select(["nope"])
 
 
 def test_identify_claims_are_inconclusive_when_the_primary_task_fails_its_control(tmp_path):
@@ -261,7 +261,7 @@ def test_identify_claims_are_inconclusive_when_the_primary_task_fails_its_contro
     ok = _write(tmp_path / "a", eff, _knockout(0.2, [0.9, 0.95]), {"failed": {"division": "floor 60%"}})
     assert _holds(ok, "key-heads-exist") is True and _holds(ok, "knockout-key-vs-random") is True
     bad = _write(tmp_path / "b", eff, _knockout(0.2, [0.9, 0.95]), {"failed": {"all": "every task fails"}})
-    rows = C.claims(Context(bad), ids)
+    rows = decide.claims(Context(bad), ids)
     assert rows.holds.isna().all() and rows.here.str.contains("fails its control").all()
 
 
@@ -287,7 +287,7 @@ def test_logit_diff_ranking_can_fail(tmp_path):
     assert _holds(_write(tmp_path / "a", with_share(0)), "logit-diff-ranking") is True
     assert _holds(_write(tmp_path / "b", with_share(6)), "logit-diff-ranking") is False
     assert pd.isna(_holds(_write(tmp_path / "c", with_share(3)), "logit-diff-ranking"))
-    row = C.claims(Context(_write(tmp_path / "d", eff)), ["logit-diff-ranking"]).iloc[0]
+    row = decide.claims(Context(_write(tmp_path / "d", eff)), ["logit-diff-ranking"]).iloc[0]
     assert row.holds is None and row.here.startswith("not measured: effects.csv has no share")
     assert eff[is_head].effect.rank().corr(eff[is_head].logit_diff.rank()) == pytest.approx(1.0)   # v1 would hold
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from arithmech.analyze.config import Analyze
 from arithmech.circuits.config import Beyond
 from arithmech.data import pairs
-from arithmech.identify import result as IR
+from arithmech.identify import result
 
 
 def _sample(op: str, a: int) -> pairs.Sample:
@@ -22,17 +22,17 @@ def test_the_pooled_operations_alone_are_read(monkeypatch, tmp_path):
     monkeypatch.setattr(pairs, "samples", lambda folder: list(mixed))
     control = {"control": {"pooled": ["addition", "subtraction"]}}
     files = {"key_heads.json": control, "prompts.jsonl": [s.to_json() for s in mixed]}
-    monkeypatch.setattr(IR.results, "read", lambda folder, name: files.get(name, {}))
-    pooled = IR.operations(Analyze().operations, tmp_path)
-    assert pooled == ["addition", "subtraction"] and IR.operations("all", tmp_path) is None
+    monkeypatch.setattr(result.results, "read", lambda folder, name: files.get(name, {}))
+    pooled = result.operations(Analyze().operations, tmp_path)
+    assert pooled == ["addition", "subtraction"] and result.operations("all", tmp_path) is None
     got = pairs.reference_samples(tmp_path, 100, 0, pooled)
     assert len(got) == 16 and {s.op for s in got} == {"addition", "subtraction"}
     assert len(pairs.reference_samples(tmp_path, 100, 0)) == 32                 # every operation, as before
     assert {s.op for s in pairs.reference_samples(tmp_path, 5, 0, pooled)} <= set(pooled)
     assert Beyond().operations == "pooled"
-    _, _, drawn = IR.ranked_inputs(tmp_path, 100, 0, pooled)   # what beyond reads
+    _, _, drawn = result.ranked_inputs(tmp_path, 100, 0, pooled)   # what beyond reads
     assert len(drawn) == 16 and {s.op for s in drawn} == set(pooled)
     control["control"]["failed"] = {"addition": "floor", "subtraction": "floor"}
-    assert IR.operations(Analyze().operations, tmp_path) is None          # every pooled task fails: every operation, inconclusive
+    assert result.operations(Analyze().operations, tmp_path) is None          # every pooled task fails: every operation, inconclusive
     control.clear()
-    assert IR.operations(Analyze().operations, tmp_path) is None
+    assert result.operations(Analyze().operations, tmp_path) is None

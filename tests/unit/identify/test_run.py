@@ -32,25 +32,25 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model, mo
     command printed of the in-memory result before (kept pairs per task, key heads, the folder)."""
     import pandas as pd
 
-    from arithmech.identify import run as I
+    from arithmech.identify import run
     from arithmech.identify.config import Identify
     model, tok, _ = embedded_model
     config = Identify(results=str(tmp_path), task="addition", n_samples=12, knockout=False, transfer=False)
-    res = I.compute(config, model, tok)
-    back = I.read(I.folder_of(config), config)
-    assert isinstance(back, I.Result) and back.config == config
+    res = run.compute(config, model, tok)
+    back = run.read(run.folder_of(config), config)
+    assert isinstance(back, run.Result) and back.config == config
     pd.testing.assert_frame_equal(back.effects, res.effects)
     assert back.key_heads == res.key_heads and back.run["samples"] == res.info
     assert len(back.prompts) == sum(map(len, res.tasks.values())) == res.info["addition"]["n_kept"]
     assert back.answer_tokens is not None and (back.knockout, back.transfer, back.heldout) == (None, None, None)
     calls = []
-    monkeypatch.setattr(I, "compute", lambda c, m=None, t=None: calls.append((c, m, t)))  # the files are there
-    ran = I.run(config, model, tok)
-    assert calls == [(config, model, tok)] and isinstance(ran, I.Result) and ran.config == config
+    monkeypatch.setattr(run, "compute", lambda c, m=None, t=None: calls.append((c, m, t)))  # the files are there
+    ran = run.run(config, model, tok)
+    assert calls == [(config, model, tok)] and isinstance(ran, run.Result) and ran.config == config
     pd.testing.assert_frame_equal(ran.effects, res.effects)
     kh, info = res.key_heads, res.info["addition"]
     names = ", ".join(f"{h['name']} ({h['effect']:+.1%})" for h in kh["heads"][:10]) or "none"
-    assert I.summary(ran).splitlines() == [
+    assert run.summary(ran).splitlines() == [
         f"samples kept (X_r): addition {info['n_kept']}/{info['n_drawn']}",
         f"key heads of {kh['task']} (95% interval of the effect below {kh['threshold']:+.0%}): {names}",
         f"wrote identify's files and run.json to {tmp_path / 'embedded'}",

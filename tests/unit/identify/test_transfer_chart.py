@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arithmech.core import results as R
+from arithmech.core import results
 from arithmech.core.stats import wilson_interval
-from arithmech.identify import transfer_chart as F
+from arithmech.identify import transfer_chart
 
 SHIPPED = Path(__file__).resolve().parents[3] / "results" / "smollm2-135m"
 
@@ -35,12 +35,12 @@ def test_bars_counts_and_skipped_prompts():
     reads tokens as numbers), the top-1 count before and after is over the prompts that ran with its n and Wilson
     interval, a blank token reads "(a space)", and a skipped prompt's unknown words are quoted for a reader (no
     Python repr)."""
-    bars, skipped = F.case_frames(_rows())
+    bars, skipped = transfer_chart.case_frames(_rows())
     marked = bars[bars.is_answer == "correct next token"]
     assert list(zip(marked.case, marked["when"], marked["rank"])) == [(0, "before", 1), (0, "after", 2)]
     assert "(a space)  20%" in set(bars.shown) and "“4”  60%" in set(bars.shown)
     assert list(skipped.case) == [2] and skipped.words.iloc[0] == "“Danny”, “bottle”"
-    c = F.top1_counts(_rows())
+    c = transfer_chart.top1_counts(_rows())
     assert c["before"] == (1, 2, *wilson_interval(1, 2)) and c["after"] == (0, 2, *wilson_interval(0, 2))
 
 
@@ -49,7 +49,7 @@ def test_chart_has_one_row_per_prompt_and_states_its_samples():
     that ran, each titled with the prompt and the correct token's probability before → after; the subtitle names the
     heads knocked out, gives the top-1 counts as k/n with 95% intervals, says a panel is one prompt (n = 1), and
     names the skipped prompt with its words."""
-    spec = F.transfer_chart(_rows(), "m", "the key heads (head 0.0)").to_dict()
+    spec = transfer_chart.transfer_chart(_rows(), "m", "the key heads (head 0.0)").to_dict()
     assert len(spec["vconcat"]) == 2 and all(len(r["hconcat"]) == 2 for r in spec["vconcat"])
     titles = [" ".join(r["title"]["text"]) for r in spec["vconcat"]]
     assert titles[0].startswith("prompt 1: “281 + 135 =”") and "“4”: 60% before → 30% after" in titles[0]
@@ -64,7 +64,7 @@ def test_chart_has_one_row_per_prompt_and_states_its_samples():
 def test_smollm2s_shipped_transfer_draws_all_four_prompts():
     """Protects the chart on the shipped file: SmolLM2's byte-level tokenizer runs all four of the paper's prompts,
     so the chart has four rows and the counts are over n = 4."""
-    t = R.read(SHIPPED, "transfer.csv")
-    spec = F.transfer_chart(t, "SmolLM2-135M", "the top 10 by effect rank").to_dict()
+    t = results.read(SHIPPED, "transfer.csv")
+    spec = transfer_chart.transfer_chart(t, "SmolLM2-135M", "the top 10 by effect rank").to_dict()
     assert len(spec["vconcat"]) == 4
-    assert all(n == 4 for _, n, _, _ in F.top1_counts(t).values())
+    assert all(n == 4 for _, n, _, _ in transfer_chart.top1_counts(t).values())

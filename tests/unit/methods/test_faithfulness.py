@@ -8,7 +8,7 @@ import pytest
 
 from arithmech.circuits.claims import circuit_faithful
 from arithmech.claims.evidence import Missing
-from arithmech.methods import faithfulness as F
+from arithmech.methods import faithfulness as methods_faithfulness
 from arithmech.methods.faithfulness_rule import MIN_CLUSTERS, RANDOM, RULE_LEVEL, faithful_verdict
 
 DRAWS = 20
@@ -33,7 +33,7 @@ def _frame(cands: dict, band_hi: float = 0.3, clusters: int = MIN_CLUSTERS) -> p
                 rows.append(dict(base, method=m, ablation=abl[m], order=RANDOM[order], draw=d, n=n, recovery=r,
                                  recovery_lo=r, recovery_hi=r, recovery_raw=r, recovery_raw_lo=r, recovery_raw_hi=r,
                                  components="", positions=pos))
-    return pd.DataFrame(rows, columns=F.COLUMNS)
+    return pd.DataFrame(rows, columns=methods_faithfulness.COLUMNS)
 
 
 GOOD, BAD, MID = (0.9, 0.85, 0.95), (0.4, 0.3, 0.5), (0.8, 0.7, 0.9)

@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from arithmech.core.stats import bootstrap_ratio_intervals
-from arithmech.methods import faithfulness as F
-from arithmech.methods import faithfulness_rule as R
+from arithmech.methods import faithfulness, faithfulness_rule
 from arithmech.methods.faithfulness_settings import FaithfulnessSettings, Rows
 
 DRAWS = 20
@@ -22,13 +21,13 @@ def _rows(method, order, n, ratios, den, problems, draws):
     draw ``d`` a constant recovery ``draws[d]`` on every prompt."""
     den = torch.tensor(den, dtype=torch.float64)
     num = torch.stack([torch.tensor(ratios, dtype=torch.float64) * den] + [d * den for d in draws], 1)
-    plan = [(order, -1, n, ((0, 0),))] + [(R.RANDOM[order], r, n, ((1, r),)) for r in range(len(draws))]
+    plan = [(order, -1, n, ((0, 0),))] + [(faithfulness_rule.RANDOM[order], r, n, ((1, r),)) for r in range(len(draws))]
     abl = {"noising": "mean", "denoising": "x_r"}[method]
     pos = "operands" if order == "operands" else "end"
     settings = FaithfulnessSettings(n_max=10, n_random=DRAWS, seed=0, n_boot=200, bootstrap="cluster",
                                       split="held-out", batch_size=64, converse_random=False)
-    return F.circuit_rows(Rows("all", method, abl, pos, F.BASELINE[method]), plan, num, den, settings,
-                          F.Units(problems, problems, len(set(problems))))
+    return faithfulness.circuit_rows(Rows("all", method, abl, pos, faithfulness.BASELINE[method]), plan, num, den, settings,
+                          faithfulness.Units(problems, problems, len(set(problems))))
 
 
 def _file(special: dict, n_prompts=40, problems=None, den=None, draws=None) -> pd.DataFrame:
@@ -42,14 +41,14 @@ def _file(special: dict, n_prompts=40, problems=None, den=None, draws=None) -> p
         ratios = special.get((order, n), [0.3] * n_prompts)
         for m in ("noising", "denoising"):
             rows += _rows(m, order, n, ratios, den, problems, draws)
-    return pd.DataFrame(rows, columns=F.COLUMNS)
+    return pd.DataFrame(rows, columns=faithfulness.COLUMNS)
 
 
 def _v6(frame: pd.DataFrame) -> bool | None:
     """Version 6's reading of a candidate-complete file whose only possible winner is the top 2: faithful iff both
     directions' clipped lower end is at or above 80% and above the random draws' 95th percentile (every prompt
     counted, no level, no unclipped mean)."""
-    s = R.summary(frame, "recovery")
+    s = faithfulness_rule.summary(frame, "recovery")
     c = s[(s.order == "top") & (s.n == 2)]
     return bool(((c.lo >= 0.8) & (c.lo > c.band_hi)).all())
 
@@ -61,9 +60,9 @@ def test_clipping_alone_no_longer_makes_a_candidate_faithful():
     f = _file({("top", 2): [2.0] * 40})
     row = f[(f.order == "top") & (f.n == 2) & (f.method == "noising")].iloc[0]
     assert row.recovery == row.recovery_lo == row.recovery_hi == 1.0
-    assert row.recovery_raw == pytest.approx(2.0) and row.over_one == 1.0 and row.recovery_raw_lo > R.OVER
+    assert row.recovery_raw == pytest.approx(2.0) and row.over_one == 1.0 and row.recovery_raw_lo > faithfulness_rule.OVER
     assert _v6(f) is True
-    r = R.faithful_verdict(f, "all")
+    r = faithfulness_rule.faithful_verdict(f, "all")
     assert r["holds"] is False and r["best"]["status"] is not True
     two = next(c for c in r["candidates"] if c["order"] == "top" and c["n"] == 2)
     assert two["status"] is False and "over-recovers" in two["why"]
@@ -80,12 +79,12 @@ def test_the_unclipped_mean_matches_a_plain_mean_and_modest_over_recovery_passes
     row = f[(f.order == "top") & (f.n == 2) & (f.method == "denoising")].iloc[0]
     assert row.recovery == pytest.approx(np.mean(np.clip(ratios, 0, 1)))
     assert row.recovery_raw == pytest.approx(np.mean(ratios)) and row.over_one == 0.5
-    assert row.recovery_raw_hi <= R.OVER
-    assert R.faithful_verdict(f, "all")["holds"] is True
+    assert row.recovery_raw_hi <= faithfulness_rule.OVER
+    assert faithfulness_rule.faithful_verdict(f, "all")["holds"] is True
     wide = _file({("top", 2): [0.9, 1.5] * 20})
     row = wide[(wide.order == "top") & (wide.n == 2) & (wide.method == "denoising")].iloc[0]
-    assert row.recovery_raw_lo <= R.OVER < row.recovery_raw_hi
-    assert R.faithful_verdict(wide, "all")["holds"] is None
+    assert row.recovery_raw_lo <= faithfulness_rule.OVER < row.recovery_raw_hi
+    assert faithfulness_rule.faithful_verdict(wide, "all")["holds"] is None
 
 
 def test_clusters_are_counted_among_the_used_prompts():
@@ -96,9 +95,9 @@ def test_clusters_are_counted_among_the_used_prompts():
     f = _file({("top", 2): [0.95] * 48}, n_prompts=48, problems=problems, den=den)
     row = f[(f.order == "top") & (f.n == 2)].iloc[0]
     assert row.n_clusters == 32 and row.n_used == 32
-    assert row.n_used_clusters == len({p for p, d in zip(problems, den) if d > 0}) == 16 < R.MIN_CLUSTERS
-    assert _v6(f) is True and row.n_clusters >= R.MIN_CLUSTERS        # version 6's gate passed
-    r = R.faithful_verdict(f, "all")
+    assert row.n_used_clusters == len({p for p, d in zip(problems, den) if d > 0}) == 16 < faithfulness_rule.MIN_CLUSTERS
+    assert _v6(f) is True and row.n_clusters >= faithfulness_rule.MIN_CLUSTERS        # version 6's gate passed
+    r = faithfulness_rule.faithful_verdict(f, "all")
     assert r["holds"] is None and "16 problem clusters among the used prompts" in r["best"]["why"]
 
 
@@ -108,7 +107,7 @@ def test_a_candidate_resting_on_few_of_its_prompts_cannot_decide():
     den = [1.0] * 30 + [-1.0] * 70
     f = _file({("top", 2): [0.95] * 100}, n_prompts=100, den=den)
     assert _v6(f) is True
-    r = R.faithful_verdict(f, "all")
+    r = faithfulness_rule.faithful_verdict(f, "all")
     two = next(c for c in r["candidates"] if c["order"] == "top" and c["n"] == 2)
     assert r["holds"] is None and two["status"] is None and two["why"].startswith("cannot decide: 30 of 100 prompts")
 
@@ -122,11 +121,11 @@ def test_intervals_are_adjusted_over_the_candidates():
     row = f[(f.order == "top") & (f.n == 2) & (f.method == "noising")].iloc[0]
     assert row.level == pytest.approx(1 - 0.05 / 11)
     rec, ones = torch.tensor(ratios, dtype=torch.float64)[:, None], torch.ones(30, dtype=torch.float64)
-    lo95, hi95 = bootstrap_ratio_intervals(rec, ones, F.N_BOOT_RULE, 0.95, 0, list(range(30)))
-    lo, hi = bootstrap_ratio_intervals(rec, ones, F.N_BOOT_RULE, R.RULE_LEVEL, 0, list(range(30)))
+    lo95, hi95 = bootstrap_ratio_intervals(rec, ones, faithfulness.N_BOOT_RULE, 0.95, 0, list(range(30)))
+    lo, hi = bootstrap_ratio_intervals(rec, ones, faithfulness.N_BOOT_RULE, faithfulness_rule.RULE_LEVEL, 0, list(range(30)))
     assert row.recovery_lo == pytest.approx(float(lo)) and row.recovery_hi == pytest.approx(float(hi))
     assert row.recovery_lo < 0.8 <= float(lo95) and float(hi95) <= row.recovery_hi
-    assert R.faithful_verdict(f, "all")["holds"] is None
+    assert faithfulness_rule.faithful_verdict(f, "all")["holds"] is None
 
 
 def test_faithful_needs_more_than_the_largest_random_draw():
@@ -135,10 +134,10 @@ def test_faithful_needs_more_than_the_largest_random_draw():
     version 7 does not, and it does not fail either (above the 95th percentile): inconclusive."""
     draws = list(np.linspace(0.0, 0.95, DRAWS))
     f = _file({("top", 2): [0.93] * 40}, draws=draws)
-    b = R.band(f, value="recovery").query("n == 2 and method == 'noising'").iloc[0]
+    b = faithfulness_rule.band(f, value="recovery").query("n == 2 and method == 'noising'").iloc[0]
     assert b.band_max == pytest.approx(max(draws)) and b.band_hi == pytest.approx(np.percentile(draws, 95))
     assert _v6(f) is True
-    two = next(c for c in R.faithful_verdict(f, "all")["candidates"] if c["order"] == "top" and c["n"] == 2)
+    two = next(c for c in faithfulness_rule.faithful_verdict(f, "all")["candidates"] if c["order"] == "top" and c["n"] == 2)
     assert two["status"] is None and two["noising"]["lo"] == pytest.approx(0.93)
 
 
@@ -147,7 +146,7 @@ def test_a_candidate_with_too_few_random_circuits_cannot_decide():
     MIN_DRAWS = 20) cannot decide, though its recovery (0.95 on every prompt) tops them all; with the usual 20 it is
     faithful. Version 8 stated "≥ 20 random circuits" and never checked it (3 draws topped: faithful)."""
     good = {("top", 2): [0.95] * 40}
-    assert R.faithful_verdict(_file(good), "all")["holds"] is True
-    few = R.faithful_verdict(_file(good, draws=[0.0, 0.1, 0.2]), "all")
+    assert faithfulness_rule.faithful_verdict(_file(good), "all")["holds"] is True
+    few = faithfulness_rule.faithful_verdict(_file(good, draws=[0.0, 0.1, 0.2]), "all")
     top2 = next(c for c in few["candidates"] if c["order"] == "top" and c["n"] == 2)
     assert top2["status"] is None and "3 random circuits" in top2["why"] and few["holds"] is None

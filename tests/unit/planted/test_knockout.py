@@ -5,9 +5,8 @@ import pytest
 import torch
 
 from arithmech.core.names import PLANTED_DIR
-from arithmech.embedded import planted as P
-from arithmech.embedded import planted_truth as T
-from arithmech.planted import knockout as K
+from arithmech.embedded import planted, planted_truth
+from arithmech.planted import knockout
 
 
 @pytest.mark.skipif(not (PLANTED_DIR / "model.safetensors").exists(), reason="no shipped planted model")
@@ -18,9 +17,9 @@ def test_the_batched_knockout_matches_the_ground_truths_mean_ablation():
     from arithmech.core.models import load_model
 
     model, tok, _ = load_model("planted")
-    items = P.split_items("in_distribution_small", seed=5, n=3)
-    correct, floor = K.knockout_outcomes(model, tok, items, [[], list(P.MOVERS), [(0, 1)]])
-    ref = T.mean_ablation(model, tok, items, P.MOVERS)
+    items = planted.split_items("in_distribution_small", seed=5, n=3)
+    correct, floor = knockout.knockout_outcomes(model, tok, items, [[], list(planted.MOVERS), [(0, 1)]])
+    ref = planted_truth.mean_ablation(model, tok, items, planted.MOVERS)
     assert round(correct[:, 0].float().mean().item(), 4) == ref["accuracy"]
     assert round(correct[:, 1].float().mean().item(), 4) == ref["ablated_accuracy"]
     assert round(sum(floor) / len(items), 4) == ref["majority_share"]

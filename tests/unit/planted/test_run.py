@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from arithmech.core.names import PLANTED_DIR
-from arithmech.planted import run as S
+from arithmech.planted import run
 from arithmech.planted.config import PlantedScore
 
 
@@ -15,12 +15,12 @@ def test_the_step_writes_the_same_bytes_twice_and_reads_them_back(tmp_path):
     criterion gets a verdict, and Result.save then Result.load gives the same tables and scores."""
     c = PlantedScore(results=str(tmp_path / "a"), n_samples=48, n_per_template=2, n_random=3, n_boot=50,
                      n_resamples=20, ig_steps=2)
-    a = S.run(c)
-    b = S.run(c.replace(results=str(tmp_path / "b")))
-    for name in S.FILES:
-        assert (S.folder_of(a.config) / name).read_bytes() == (S.folder_of(b.config) / name).read_bytes(), name
+    a = run.run(c)
+    b = run.run(c.replace(results=str(tmp_path / "b")))
+    for name in run.FILES:
+        assert (run.folder_of(a.config) / name).read_bytes() == (run.folder_of(b.config) / name).read_bytes(), name
     assert set(a.scores["verdicts"]) == {"identify-paper", "identify-share", "eap", "eap-ig", "knockout-heads",
                                          "knockout-planted", "knockout-random"}
-    again = S.Result.load(a.save(tmp_path / "copy"), c)
+    again = run.Result.load(a.save(tmp_path / "copy"), c)
     pd.testing.assert_frame_equal(again.methods, a.methods)
     assert again.scores == a.scores

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arithmech.planted import scoring as S
+from arithmech.planted import scoring
 
 MOVERS = [(2, 0), (2, 1), (2, 2)]
 
@@ -17,13 +17,13 @@ def test_precision_and_recall_against_a_hand_computed_literal():
     without "c") to 1."""
     clusters = ["a", "a", "b", "c", "d", "e"]
     fixed = lambda rows, labels: {(2, 0), (2, 1), (1, 3)}
-    s = S.score_finder(fixed, clusters, MOVERS, n_resamples=50, seed=0)
+    s = scoring.score_finder(fixed, clusters, MOVERS, n_resamples=50, seed=0)
     assert (s["recall"]["k"], s["recall"]["n"], s["precision"]["k"], s["precision"]["n"]) == (2, 3, 2, 3)
     assert s["recall"]["value"] == s["precision"]["value"] == 0.6667
     assert s["recall"]["lo"] == s["recall"]["hi"] == pytest.approx(2 / 3, abs=1e-4)
     assert s["false_positives"] == [(1, 3)] and s["missed"] == [(2, 2)] and s["clusters"] == 5 and s["n"] == 6
     when_c = lambda rows, labels: {(2, 0), (2, 1)} | ({(2, 2)} if any(clusters[r] == "c" for r in rows) else set())
-    s = S.score_finder(when_c, clusters, MOVERS, n_resamples=200, seed=0)
+    s = scoring.score_finder(when_c, clusters, MOVERS, n_resamples=200, seed=0)
     assert s["recall"]["value"] == 1.0 and s["recall"]["lo"] == pytest.approx(2 / 3, abs=1e-4)
     assert s["recall"]["hi"] == 1.0 and s["precision"]["lo"] == s["precision"]["hi"] == 1.0
     assert 0 < s["found_share"]["2.2"] < 1
@@ -32,7 +32,7 @@ def test_precision_and_recall_against_a_hand_computed_literal():
 def test_a_cluster_resample_labels_each_drawn_copy_apart():
     """Protects the nested interval: a cluster drawn twice contributes its prompts twice, labelled as two problems,
     and an undrawn cluster contributes nothing."""
-    rows, labels = S.resample([2, 2, 0, 1], ["a", "a", "b", "c"])
+    rows, labels = scoring.resample([2, 2, 0, 1], ["a", "a", "b", "c"])
     assert rows == [0, 0, 1, 1, 3]
     assert labels == [("a", 0), ("a", 1), ("a", 0), ("a", 1), ("c", 0)]
 
@@ -53,7 +53,7 @@ def test_the_rules_are_identifys_own():
     labels = [i // 2 for i in range(n)]
     eff = effects_frame(p, "t", prob=False, n_boot=200, seed=0, clusters=labels)
     rows = list(range(n))
-    paper = S.below(p.relative_change(warn=False)[..., :H], -0.05, 200, 0)(rows, labels)
-    share = S.share_below(p.ld_effect()[..., :H], p.ld_total(), -0.05, 200, 0)(rows, labels)
+    paper = scoring.below(p.relative_change(warn=False)[..., :H], -0.05, 200, 0)(rows, labels)
+    share = scoring.share_below(p.ld_effect()[..., :H], p.ld_total(), -0.05, 200, 0)(rows, labels)
     assert paper == {(h["layer"], h["head"]) for h in key_heads(eff, "t", -0.05)["heads"]} and paper
     assert share == {(h["layer"], h["head"]) for h in key_heads_by_share(eff, "t", -0.05)["heads"]}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from arithmech.core import results as R
-from arithmech.data import pairs as D
+from arithmech.core import results
+from arithmech.data import pairs
 from arithmech.identify.config import Identify
 from arithmech.pipeline.ensure import ensure
 from arithmech.prompts.config import Accuracy
-from arithmech.steps import accuracy as A
+from arithmech.steps import accuracy
 
 # The table of the embedded model scored with "first", one prompt per template, seed 0:
 # per operation n, correct and mean p({C}).
@@ -25,13 +25,13 @@ FIRST_TOKEN_TABLE = {"addition": (21, 20, 0.96793), "subtraction": (9, 9, 0.9936
 def drawn(monkeypatch):
     """Every sample the accuracy table draws, in order (make_pairs wrapped, its output unchanged)."""
     seen = []
-    real = D.make_pairs
+    real = pairs.make_pairs
 
     def spy(*args, **kw):
         out = real(*args, **kw)
         seen.extend(out[0])
         return out
-    monkeypatch.setattr(A.pairs, "make_pairs", spy)
+    monkeypatch.setattr(accuracy.pairs, "make_pairs", spy)
     return seen
 
 
@@ -54,26 +54,26 @@ def test_table_draws_and_records_the_configured_rule(tmp_path, embedded_model, d
     table only for that rule."""
     net, tok, _ = embedded_model
     c = Accuracy(results=str(tmp_path), n_per_template=1)
-    df = A.run(c, net, tok).table
+    df = accuracy.run(c, net, tok).table
     assert drawn and {s.answer_token for s in drawn} == {"last-digit"}
     assert all(s.clean.endswith(s.target[:-1]) and s.answer == s.target[-1] for s in drawn)
     assert list(df.example[df.template != "(all)"]) == [s.clean for s in drawn]
-    folder = R.model_folder(tmp_path, "embedded")
-    assert R.read_run(folder)["steps"]["accuracy"]["parameters"] == {"n_per_template": 1, "seed": 0,
+    folder = results.model_folder(tmp_path, "embedded")
+    assert results.read_run(folder)["steps"]["accuracy"]["parameters"] == {"n_per_template": 1, "seed": 0,
                                                                     "answer_token": "last-digit"}
     drawn.clear()
     ensure(c, model=net, tok=tok)
     assert not drawn                                             # same rule: reused
     ensure(c.replace(answer_token="first"), model=net, tok=tok)
     assert drawn and {s.answer_token for s in drawn} == {"first"}
-    assert R.read_run(folder)["steps"]["accuracy"]["parameters"]["answer_token"] == "first"
+    assert results.read_run(folder)["steps"]["accuracy"]["parameters"]["answer_token"] == "first"
 
 
 def test_first_rule_gives_the_table_of_before(tmp_path, embedded_model):
     """Protects the old numbers: switched to the paper's first token, the table equals the one the step wrote
     before the rule was configurable (FIRST_TOKEN_TABLE, the embedded model, one prompt per template)."""
     net, tok, _ = embedded_model
-    df = A.run(Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first"), net, tok).table
+    df = accuracy.run(Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first"), net, tok).table
     whole = df[df.template == "(all)"].set_index("op")
     assert set(whole.index) == set(FIRST_TOKEN_TABLE)
     for op, (n, k, p) in FIRST_TOKEN_TABLE.items():
@@ -88,14 +88,14 @@ def test_a_record_without_the_rule_is_not_reused(tmp_path, embedded_model):
     one the record holds, never a guess."""
     net, tok, _ = embedded_model
     c = Accuracy(results=str(tmp_path), n_per_template=1, answer_token="first")
-    folder = R.model_folder(tmp_path, "embedded")
-    df = A.accuracy_by_template(net, tok, "all", 1, 0, answer_token="first")
-    R.write_step(folder, "accuracy", {"accuracy_by_template.csv": df}, {"parameters": {"n_per_template": 1, "seed": 0}},
+    folder = results.model_folder(tmp_path, "embedded")
+    df = accuracy.accuracy_by_template(net, tok, "all", 1, 0, answer_token="first")
+    results.write_step(folder, "accuracy", {"accuracy_by_template.csv": df}, {"parameters": {"n_per_template": 1, "seed": 0}},
                  model_name="embedded")
-    assert not R.made_with(folder, "accuracy", A.recorded(c))
-    assert not R.made_with(folder, "accuracy", A.recorded(c.replace(answer_token="last-digit")))
+    assert not results.made_with(folder, "accuracy", accuracy.recorded(c))
+    assert not results.made_with(folder, "accuracy", accuracy.recorded(c.replace(answer_token="last-digit")))
     assert ensure(c, model=net, tok=tok).config.answer_token == "first"
-    assert R.read_run(folder)["steps"]["accuracy"]["parameters"]["answer_token"] == "first"
+    assert results.read_run(folder)["steps"]["accuracy"]["parameters"]["answer_token"] == "first"
 
 
 def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
@@ -103,9 +103,9 @@ def test_the_result_read_back_is_what_the_run_wrote(tmp_path, embedded_model):
     gives it), read back from its file, with the config; ``ensure`` reads the same Result back when it reuses it."""
     net, tok, _ = embedded_model
     c = Accuracy(results=str(tmp_path), n_per_template=1)
-    got = A.run(c, net, tok)
-    assert isinstance(got, A.Result) and got.config == c
-    want = A.accuracy_by_template(net, tok, "all", 1, c.seed, answer_token=c.answer_token)
+    got = accuracy.run(c, net, tok)
+    assert isinstance(got, accuracy.Result) and got.config == c
+    want = accuracy.accuracy_by_template(net, tok, "all", 1, c.seed, answer_token=c.answer_token)
     pd.testing.assert_frame_equal(got.table.fillna({"example": ""}), want)  # "(all)" rows: no example, empty in csv
     again = ensure(c, model=net, tok=tok)
     assert again.table.equals(got.table) and again.config == c

@@ -47,16 +47,16 @@ def test_validation_seed_is_not_identify_seed():
 def test_the_result_read_back_is_the_table_the_run_wrote_and_its_choice(tmp_path):
     """Protects the step's typed Result: ``shots.csv`` written as :func:`run` writes it is read back
     unchanged, with :func:`choose`'s choice on it as fields and the config it is read for."""
-    from arithmech.core import results as R
+    from arithmech.core import results
     from arithmech.prompts.config import Shots
     t = table({0: {"addition": 30, "division": 2}, 2: {"addition": 40, "division": 31}}).assign(
         token_correct=50, correct=45, xc_valid=40)
     config = Shots(results=str(tmp_path), grid=(0, 2))
-    folder = R.model_folder(tmp_path, "embedded")
-    R.write_step(folder, "shots", {"shots.csv": t}, {"parameters": shots.recorded(config), "choice": shots.choose(t)})
+    folder = results.model_folder(tmp_path, "embedded")
+    results.write_step(folder, "shots", {"shots.csv": t}, {"parameters": shots.recorded(config), "choice": shots.choose(t)})
     back = shots.read(folder, config)
     assert isinstance(back, shots.Result) and back.config == config
     pd.testing.assert_frame_equal(back.table, t)           # (the csv keeps 10 significant digits)
-    choice = shots.choose(R.read(folder, "shots.csv"))      # the rule on the table as the file holds it
+    choice = shots.choose(results.read(folder, "shots.csv"))      # the rule on the table as the file holds it
     assert {k: getattr(back, k) for k in choice} == choice and back.shots == shots.choose(t)["shots"] == 2
     assert "chosen: shots = 2" in shots.summary(back)

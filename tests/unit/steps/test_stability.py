@@ -10,7 +10,7 @@ import pytest
 from factories import make_tiny_llama
 
 from arithmech.identify.result import STABILITY_FILES as FILENAMES
-from arithmech.steps import stability as S
+from arithmech.steps import stability
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +21,8 @@ def word_llama(embedded_tokenizer):
 
 def _small(model, tok, families=True, **kw):
     """Seeds 0 and 1, sizes 4 and 8, every drawn pair kept (the random model answers nothing right)."""
-    config = S.Config(**{**dict(task="addition", seed=0, seeds=2, sizes=(4, 8), top=3, n_boot=200), **kw})
-    return S.stability(model, tok, config, families=families, keep_correct=False)
+    config = stability.Config(**{**dict(task="addition", seed=0, seeds=2, sizes=(4, 8), top=3, n_boot=200), **kw})
+    return stability.stability(model, tok, config, families=families, keep_correct=False)
 
 
 def test_same_seed_gives_byte_identical_stability_files(word_llama, tmp_path):
@@ -32,12 +32,12 @@ def test_same_seed_gives_byte_identical_stability_files(word_llama, tmp_path):
     model, tok = word_llama
     for name in ("a", "b"):
         res = _small(model, tok)
-        S.write_results(res, tmp_path / name)
+        stability.write_results(res, tmp_path / name)
     for f in FILENAMES:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
-    config = S.Config(task="addition", seeds=2, sizes=(4, 8), top=3, n_boot=200)
-    back = S.read(tmp_path / "a", config)
-    assert isinstance(back, S.Result) and back.config == config
+    config = stability.Config(task="addition", seeds=2, sizes=(4, 8), top=3, n_boot=200)
+    back = stability.read(tmp_path / "a", config)
+    assert isinstance(back, stability.Result) and back.config == config
     assert set(back.table.comparison) == {"size_vs_largest", "between_seeds", "between_kinds", "between_families"}
     assert len(back.heads) == 2 * 3 * 4                       # both kinds × every head
     assert back.heads["name"].str.fullmatch(r"\d+\.\d+").all()   # "2.0" stays head 0 of layer 2, not 2.0
@@ -71,7 +71,7 @@ def test_jaccard_table_against_hand_computed_overlaps():
         dict(kind="operator", seed=1, size=8, family="all", n=7, key="", top="0.1 1.2 2.0"),
         dict(kind="operator", seed=0, size=8, family="qa", n=3, key="", top="0.1 1.2 2.0"),
         dict(kind="operator", seed=0, size=8, family="equation", n=5, key="", top="3.3 1.2 2.0")])
-    t = S.compare(runs, [0, 1], [4, 8], ["operator"], top=3)
+    t = stability.compare(runs, [0, 1], [4, 8], ["operator"], top=3)
     row = lambda **k: t.loc[(t[list(k)] == pd.Series(k)).all(axis=1)].iloc[0]
     r = row(comparison="size_vs_largest", set="key", seed=0)
     assert r.jaccard == 0.5 and (r.n_a, r.n_b, r.n_shared) == (2, 1, 1) and r.ref_size == 8
@@ -81,7 +81,7 @@ def test_jaccard_table_against_hand_computed_overlaps():
     assert row(comparison="between_seeds", set="key", size=8).jaccard == 0.0
     assert row(comparison="between_families", set="top3").jaccard == pytest.approx(2 / 4)
     assert "between_kinds" not in set(t.comparison)                  # one kind: nothing to compare
-    assert S.jaccard(set(), set()) != S.jaccard(set(), set())       # NaN
+    assert stability.jaccard(set(), set()) != stability.jaccard(set(), set())       # NaN
 
 
 def test_verdicts_follow_the_stated_rule():
@@ -92,6 +92,6 @@ def test_verdicts_follow_the_stated_rule():
                      + [{**base, "comparison": "between_kinds", "jaccard": j} for j in (0.2, 0.6)]
                      + [{**base, "comparison": "between_families", "jaccard": j} for j in (1.0, 0.4)]
                      + [{**base, "comparison": "size_vs_largest", "size": 4, "jaccard": float("nan")}])
-    c = S.claims(t, pd.DataFrame({"size": [4, 8]})).set_index("claim").holds      # one kind: one row per claim
+    c = stability.claims(t, pd.DataFrame({"size": [4, 8]})).set_index("claim").holds      # one kind: one row per claim
     assert c.filter(like="seeds").item() is True and c.filter(like="counterfactuals").item() is False
     assert c.filter(like="family").item() is None and c.filter(like="smallest").item() is None

@@ -10,9 +10,8 @@ import pytest
 from arithmech.claims.decide import claims
 from arithmech.claims.evidence import Context, Missing
 from arithmech.core.stats import t_quantile
-from arithmech.table1 import curves as C
-from arithmech.table1 import frontier as CP
-from arithmech.table1 import verdicts as V
+from arithmech.table1 import curves, verdicts
+from arithmech.table1 import frontier as table1_frontier
 from arithmech.table1.claims import precise_keeps_generic, precise_matches_full, selection_matters
 from arithmech.table1.frontier import Curves, Point, curves_of, frontier
 from arithmech.table1.result import Table1Result
@@ -35,7 +34,7 @@ def _row(rows, claim, comparison=None, measure="carry"):
 
 
 def _old(folder, claim):
-    v = V.verdicts(Table1Result.load(folder)).set_index("claim")
+    v = verdicts.verdicts(Table1Result.load(folder)).set_index("claim")
     return v.loc[claim, "verdict"]
 
 
@@ -56,8 +55,8 @@ def test_keeps_does_not_hold_when_a_full_rate_dominates_every_key_rate(tmp_path)
     rates were chosen. The old single-rate reading "forgets less than full" holds at full's chosen 3e-4."""
     f = write(tmp_path, DOMINATED, chosen={"full": 3e-4, "precise-key": 3e-3})
     assert _old(f, "precise forgets less than full") == "holds"
-    r = _row(C.verdicts(Table1Result.load(f)), "precise keeps general skills better than full")
-    assert (r["whole grid"], r["verdict"]) == (C.NOT, C.NOT), r.to_dict()
+    r = _row(curves.verdicts(Table1Result.load(f)), "precise keeps general skills better than full")
+    assert (r["whole grid"], r["verdict"]) == (curves.NOT, curves.NOT), r.to_dict()
     here, holds = precise_keeps_generic(Context(f))
     assert holds is False and "does not hold" in here
 
@@ -71,8 +70,8 @@ def test_keeps_does_not_hold_when_full_sft_costs_nothing(tmp_path):
     f = write(tmp_path, arms, chosen={"full": 3e-4, "precise-key": 3e-3})
     assert _old(f, "precise keeps general skills") == "holds"
     c = curves_of(Table1Result.load(f))
-    assert C.full_costs(c) is False
-    assert _row(C.verdict_rows(c), "precise keeps general skills better than full")["verdict"] == C.NOT
+    assert curves.full_costs(c) is False
+    assert _row(curves.verdict_rows(c), "precise keeps general skills better than full")["verdict"] == curves.NOT
 
 
 MATCHES = {"full": {3e-5: J(0.5, 0.45, 0.0, n=5, sd=0.005), 1e-4: J(0.86, 0.84, -0.01, n=5, sd=0.005),
@@ -90,9 +89,9 @@ def test_matches_does_not_flip_with_the_chosen_rate(tmp_path):
     for i, key_rate in enumerate((9e-3, 1e-3)):
         f = write(tmp_path / str(i), MATCHES, chosen={"full": 1e-4, "precise-key": key_rate})
         olds.add(_old(f, "precise matches full"))
-        news.add(_row(C.verdicts(Table1Result.load(f)), "precise matches full")["verdict"])
+        news.add(_row(curves.verdicts(Table1Result.load(f)), "precise matches full")["verdict"])
     assert len(olds) == 2 and "does not hold" in olds
-    assert news == {C.HOLDS}
+    assert news == {curves.HOLDS}
 
 
 SELECTION = {"precise-key": {1e-3: J(0.80, 0.80, 0.0), 3e-3: J(0.78, 0.78, -0.01), 9e-3: J(0.2, 0.2, -0.03)},
@@ -108,10 +107,10 @@ def test_selection_is_frontier_against_frontier(tmp_path):
     f = write(tmp_path, SELECTION, chosen={"precise-key": 9e-3, "precise-random": 9e-3, "full": 1e-4})
     assert _old(f, "the selection matters") == "does not hold"
     c = curves_of(Table1Result.load(f))
-    r = _row(C.verdict_rows(c), "the selection matters", "precise-key − precise-random")
-    assert r["verdict"] == C.HOLDS and "holds, never the opposite" in r["leave-one-rate-out"]
-    t = C.by_rate(c, "carry").set_index("lr")
-    assert t.loc[9e-3, "part"] == C.NOT and t.loc[1e-3, "part"] == C.HOLDS
+    r = _row(curves.verdict_rows(c), "the selection matters", "precise-key − precise-random")
+    assert r["verdict"] == curves.HOLDS and "holds, never the opposite" in r["leave-one-rate-out"]
+    t = curves.by_rate(c, "carry").set_index("lr")
+    assert t.loc[9e-3, "part"] == curves.NOT and t.loc[1e-3, "part"] == curves.HOLDS
     here, holds = selection_matters(Context(f))
     assert holds is True and "holds, never the opposite, with any one of" in here
 
@@ -125,8 +124,8 @@ def test_a_verdict_resting_on_one_rate_is_inconclusive(tmp_path):
             "full": {1e-4: J(0.9, 0.9, -0.05)}}
     f = write(tmp_path, arms, chosen={"precise-key": 1e-3, "precise-random": 1e-3, "full": 1e-4})
     assert _old(f, "the selection matters") == "holds"
-    r = _row(C.verdicts(Table1Result.load(f)), "the selection matters", "precise-key − precise-random")
-    assert r["whole grid"] == C.HOLDS and r["verdict"] == C.OPEN
+    r = _row(curves.verdicts(Table1Result.load(f)), "the selection matters", "precise-key − precise-random")
+    assert r["whole grid"] == curves.HOLDS and r["verdict"] == curves.OPEN
     assert "does not hold without precise-key 1e-03" in r["leave-one-rate-out"]
 
 
@@ -140,8 +139,8 @@ def test_an_undecided_verdict_names_the_point_that_holds_it_open(tmp_path):
             "precise-random": {1e-3: J(0.5, 0.5, 0.0), 3e-3: [(0.9, 0.9, 0.0), (0.1, 0.1, 0.0), (0.5, 0.5, 0.0)]},
             "full": {1e-4: J(0.9, 0.9, -0.05)}}
     f = write(tmp_path, arms, chosen={"precise-key": 1e-3, "precise-random": 1e-3, "full": 1e-4})
-    r = _row(C.verdicts(Table1Result.load(f)), "the selection matters", "precise-key − precise-random")
-    assert r["whole grid"] == r["verdict"] == C.OPEN
+    r = _row(curves.verdicts(Table1Result.load(f)), "the selection matters", "precise-key − precise-random")
+    assert r["whole grid"] == r["verdict"] == curves.OPEN
     note = r["leave-one-rate-out"]
     head = ("undecided parts (every point read has 3 runs or more; intervals across the margin; the widest interval "
             "of a point's own change from base on carry: precise-random 3e-03 (3 runs), ±")
@@ -161,8 +160,8 @@ def test_an_undecided_verdicts_note_never_lists_a_gate(tmp_path):
     rnd = [(0.9, 0.9, 0.0), (0.1, 0.1, 0.0), (0.5, 0.5, 0.0)]
     arms = {"precise-key": {1e-3: J(0.6, 0.6, 0.0)}, "precise-random": {1e-3: rnd, 3e-3: rnd},
             "full": {1e-4: J(0.9, 0.9, -0.05)}}
-    r = _row(C.verdicts(Table1Result.load(write(tmp_path, arms))), "the selection matters", "precise-key − precise-random")
-    assert any(w.startswith(C.NOT_RUN) for _, _, w in r["loro"]) and r["whole grid"] == C.OPEN
+    r = _row(curves.verdicts(Table1Result.load(write(tmp_path, arms))), "the selection matters", "precise-key − precise-random")
+    assert any(w.startswith(curves.NOT_RUN) for _, _, w in r["loro"]) and r["whole grid"] == curves.OPEN
     assert r["leave-one-rate-out"].startswith("undecided parts (every point read has 3 runs or more; intervals across "
                                               "the margin; the widest interval of a point's own change from base on "
                                               "carry: precise-random ")  # its two points alike
@@ -176,9 +175,9 @@ def test_a_gain_the_base_model_reaches_with_examples_is_format(tmp_path):
     arms = {"precise-key": {1e-3: J(0.55, 0.55, 0.0), 3e-3: J(0.55, 0.55, -0.01)}, "full": {1e-4: J(0.9, 0.9, -0.05)}}
     f = write(tmp_path, arms, shots=(0.62, 0.62))
     assert _old(f, "precise SFT learns the skill") == "holds"
-    rows = C.verdicts(Table1Result.load(f))
-    assert _row(rows, "precise SFT learns the skill")["verdict"] == C.HOLDS
-    assert _row(rows, "precise SFT learns more than the answer format")["verdict"] == C.NOT
+    rows = curves.verdicts(Table1Result.load(f))
+    assert _row(rows, "precise SFT learns the skill")["verdict"] == curves.HOLDS
+    assert _row(rows, "precise SFT learns more than the answer format")["verdict"] == curves.NOT
     # the claims table's rows for rule 1 and its base-shots twin carry the curve table's verdicts (their claim ids)
     ids = ["precise-learns-math", "precise-learns-beyond-format"]
     got = claims(Context(f), ids).set_index("id")["holds"]
@@ -191,10 +190,10 @@ def test_addition_and_subtraction_are_decided_apart(tmp_path):
     arms = {"precise-key": {1e-3: J(0.9, 0.30, 0.0), 3e-3: J(0.9, 0.35, 0.0)},
             "precise-random": {1e-3: J(0.9, 0.70, 0.0), 3e-3: J(0.88, 0.75, 0.0)},
             "full": {1e-4: J(0.95, 0.9, -0.05)}}
-    rows = C.verdicts(Table1Result.load(write(tmp_path, arms)))
+    rows = curves.verdicts(Table1Result.load(write(tmp_path, arms)))
     get = lambda m: _row(rows, "the selection matters", "precise-key − precise-random", m)["verdict"]
-    assert get("carry:subtraction") == C.NOT and get("carry") == C.NOT
-    assert get("carry:addition") in (C.NOT, C.OPEN)
+    assert get("carry:subtraction") == curves.NOT and get("carry") == curves.NOT
+    assert get("carry:addition") in (curves.NOT, curves.OPEN)
     key = curves_of(Table1Result.load(tmp_path)).points["precise-key"][0]
     assert key.mean("carry:addition") == pytest.approx(0.9, abs=0.02) and key.mean("carry:subtraction") < 0.4
 
@@ -204,16 +203,16 @@ def test_missing_arms_and_thin_points_say_so_and_never_crash(tmp_path):
     points with fewer than 3 runs leave the rule inconclusive and are named."""
     arms = {"full": {1e-4: J(0.9, 0.9, -0.05, n=1)}, "precise-key": {1e-3: J(0.6, 0.6, 0.0, n=2)}}
     f = write(tmp_path, arms)
-    rows = C.verdicts(Table1Result.load(f))
-    assert set(rows[rows.comparison.str.contains("random|share")]["verdict"]) == {C.NOT_RUN}
+    rows = curves.verdicts(Table1Result.load(f))
+    assert set(rows[rows.comparison.str.contains("random|share")]["verdict"]) == {curves.NOT_RUN}
     r = _row(rows, "precise matches full")
-    assert r["verdict"] == C.OPEN and "fewer than 3 runs" in r["leave-one-rate-out"]
+    assert r["verdict"] == curves.OPEN and "fewer than 3 runs" in r["leave-one-rate-out"]
     with pytest.raises(Missing):
         selection_matters(Context(f))
     # no base-shots record (the toy's suite has none): the curve table's base-shots rows say "not yet run" like
     # any arm not yet run, and the claim is "not measured", never a crash
-    shots = rows[rows.claim == C.SHOTS]
-    assert len(shots) == len(rows[rows.claim == "precise SFT learns the skill"]) and set(shots.verdict) == {C.NOT_RUN}
+    shots = rows[rows.claim == curves.SHOTS]
+    assert len(shots) == len(rows[rows.claim == "precise SFT learns the skill"]) and set(shots.verdict) == {curves.NOT_RUN}
     assert shots.estimate.isna().all() and shots.why.str.contains("no base-shots record").all()
     c = claims(Context(f), ["precise-learns-math", "precise-learns-beyond-format"]).set_index("id")
     assert c.loc["precise-learns-beyond-format", "here"].startswith("not measured: not yet run: no base-shots record")
@@ -229,9 +228,9 @@ def test_a_model_that_cannot_learn_the_skill_is_not_testable(tmp_path):
             "precise-random": {1e-3: J(0.09, 0.03, 0.0), 3e-3: J(0.11, 0.06, 0.0)}}
     f = write(tmp_path, arms, chosen={"full": 3e-4, "precise-key": 3e-3, "precise-random": 3e-3})
     assert _old(f, "the selection matters") in ("holds", "does not hold")
-    rows = C.verdicts(Table1Result.load(f))
+    rows = curves.verdicts(Table1Result.load(f))
     ran = rows[~rows.comparison.str.contains("share|any")]
-    assert set(ran["verdict"]) == {C.UNTESTABLE} and all(w.startswith("not testable: full SFT") for w in ran["why"])
+    assert set(ran["verdict"]) == {curves.UNTESTABLE} and all(w.startswith("not testable: full SFT") for w in ran["why"])
     for decide in (precise_matches_full, selection_matters, precise_keeps_generic):
         here, holds = decide(Context(f))
         assert holds is None and here.startswith("not testable")
@@ -246,7 +245,7 @@ def test_collapsed_points_never_decide_nor_sit_on_a_frontier(tmp_path):
     c = curves_of(Table1Result.load(write(tmp_path, arms)))
     full = c.points["full"]
     assert [p.gone for p in full] == [False, True] and frontier(full) == [full[0]]
-    assert _row(C.verdict_rows(c), "precise matches full")["verdict"] == C.UNTESTABLE
+    assert _row(curves.verdict_rows(c), "precise matches full")["verdict"] == curves.UNTESTABLE
 
 
 # ------------------------------------------------------------------ the leave-one-rate-out property
@@ -271,18 +270,18 @@ def test_leaving_out_one_grid_point_never_gives_the_opposite_verdict():
     rng, decided = random.Random(40), 0
     for _ in range(150):
         c = _random_curves(rng)
-        rows = C.verdict_rows(c)
+        rows = curves.verdict_rows(c)
         for i, r in rows.iterrows():
-            if r["verdict"] not in C.OPPOSITE:
+            if r["verdict"] not in curves.OPPOSITE:
                 continue
             decided += 1
-            claim, comparison, arms, measure, decide, size = C.rules(c)[i]
+            claim, comparison, arms, measure, decide, size = curves.rules(c)[i]
             assert (claim, comparison, measure) == (r.claim, r.comparison, r.measure)
             for arm, ps in c.points.items():
                 for p in ps:
                     d = c.without(arm, p.lr)
-                    again = C._gate(d, arms) or C.WORD[decide(d, size(c))]
-                    assert again != C.OPPOSITE[r["verdict"]], (r.claim, arm, p.lr)
+                    again = curves._gate(d, arms) or curves.WORD[decide(d, size(c))]
+                    assert again != curves.OPPOSITE[r["verdict"]], (r.claim, arm, p.lr)
     assert decided >= 30, decided
 
 
@@ -298,12 +297,12 @@ def test_collapsed_runs_enter_their_points_mean_and_interval():
                       general=[0.035, 0.04, 0.045, -0.40], loss=[0.0] * 4, collapsed=[False, False, False, True]))
     assert not full.gone and full.decides and full.values("general") == [0.035, 0.04, 0.045, -0.40]
     c = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key], "full": [full]}, base=None)
-    assert C.full_costs(c) is True
-    assert C._dominates(full, key, "carry", C.family(c, "keeps")) is None
-    assert C.keeps(c, "carry") is None
+    assert curves.full_costs(c) is True
+    assert curves._dominates(full, key, "carry", curves.family(c, "keeps")) is None
+    assert curves.keeps(c, "carry") is None
     survivors = flat(Point("full", 1e-4, tags=list("abc"), math={"carry": [0.50, 0.51, 0.52]},
                            general=[0.035, 0.04, 0.045], loss=[0.0] * 3, collapsed=[False] * 3))
-    assert C._dominates(survivors, key, "carry", 1) is True     # the third version's reading (at 95 %)
+    assert curves._dominates(survivors, key, "carry", 1) is True     # the third version's reading (at 95 %)
 
 
 def test_a_point_whose_every_run_collapsed_keeps_its_mean_and_decides_nothing():
@@ -333,12 +332,12 @@ def test_does_not_hold_is_adjusted_for_the_parts_inside_every():
     far = [_pt("precise-random", lr, [0.30, 0.31, 0.32]) for lr in (1e-4, 3e-4, 3e-3, 1e-2)]
     c = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key], "precise-random": sorted(far + [near],
                key=lambda p: p.lr)}, base=None)
-    assert C.family(c, "selection") == 5
-    assert CP.diff(key, near, "carry", m=1)[1] < C.MARGIN < CP.diff(key, near, "carry", m=5)[1]
-    assert C.selection(c, "carry", n=1) is False                 # the third version's reading
-    assert C.selection(c, "carry") is None                       # the fourth's
-    r = _row(C.verdict_rows(c), "the selection matters", "precise-key − precise-random")
-    assert r["verdict"] == C.OPEN and r["intervals"] == 5 and r["level"] == pytest.approx(0.99)
+    assert curves.family(c, "selection") == 5
+    assert table1_frontier.diff(key, near, "carry", m=1)[1] < curves.MARGIN < table1_frontier.diff(key, near, "carry", m=5)[1]
+    assert curves.selection(c, "carry", n=1) is False                 # the third version's reading
+    assert curves.selection(c, "carry") is None                       # the fourth's
+    r = _row(curves.verdict_rows(c), "the selection matters", "precise-key − precise-random")
+    assert r["verdict"] == curves.OPEN and r["intervals"] == 5 and r["level"] == pytest.approx(0.99)
 
 
 def test_each_rule_reads_the_intervals_its_family_counts():
@@ -350,8 +349,8 @@ def test_each_rule_reads_the_intervals_its_family_counts():
         "full": [_pt("full", lr, [0.9, 0.91, 0.92]) for lr in (3e-5, 1e-4, 3e-4)],
         "precise-random": [_pt("precise-random", lr, [0.5, 0.51, 0.52]) for lr in (1e-3, 3e-3, 1e-2, 3e-2)]},
         base=None)
-    assert [C.family(c, r) for r in ("learns", "matches", "keeps", "selection")] == [2, 6, 3 + 2 + 12, 8]
-    rows = C.verdict_rows(c).set_index(["claim", "comparison"])
+    assert [curves.family(c, r) for r in ("learns", "matches", "keeps", "selection")] == [2, 6, 3 + 2 + 12, 8]
+    rows = curves.verdict_rows(c).set_index(["claim", "comparison"])
     assert rows.loc[("the selection matters", "precise-key − precise-random"), "intervals"] == 8
     assert rows.loc[("precise matches full", "precise-key − full"), "intervals"] == 6
 
@@ -372,11 +371,11 @@ def test_the_rules_read_the_grid_the_plan_replicates(tmp_path):
     whole = write(tmp_path / "whole", CUT)
     cut = write(tmp_path / "cut", CUT, replicated={"full": [1e-4], "precise": [1e-3, 3e-3]})
     rule = "the selection matters", "precise-key − precise-random"
-    assert _row(C.verdicts(Table1Result.load(whole)), *rule)["verdict"] != C.HOLDS
-    assert _row(C.verdicts(Table1Result.load(cut)), *rule)["verdict"] == C.HOLDS
+    assert _row(curves.verdicts(Table1Result.load(whole)), *rule)["verdict"] != curves.HOLDS
+    assert _row(curves.verdicts(Table1Result.load(cut)), *rule)["verdict"] == curves.HOLDS
     c = curves_of(Table1Result.load(cut))
     assert [p.cut for p in c.points["precise-key"]] == [True, False, False, True]
-    assert C.family(c, "selection") == 4 == C.family(curves_of(Table1Result.load(whole)), "selection") - 12
+    assert curves.family(c, "selection") == 4 == curves.family(curves_of(Table1Result.load(whole)), "selection") - 12
 
 
 def test_three_runs_scoring_alike_on_few_items_decide_nothing():
@@ -389,13 +388,13 @@ def test_three_runs_scoring_alike_on_few_items_decide_nothing():
         return Point("precise-key", 1e-3, tags=list("abc"), math={"carry": [0.1] * 3}, general=[0.0] * 3,
                      loss=[], collapsed=[False] * 3, items={"carry": [its] * 3, "general": [[0.0] * 4] * 3})
     few = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key(20)]}, base=None)
-    assert flat(key(20)).items["carry"] == [[0.1]] * 3 and C.learns(Curves(
+    assert flat(key(20)).items["carry"] == [[0.1]] * 3 and curves.learns(Curves(
         "cpu", "carry", "cloze", ("carry",), {"precise-key": [flat(key(20))]}, base=None), "carry") is True  # version 6
-    assert C.learns(few, "carry") is None
-    lo, hi = CP.gain(key(20), "carry")
+    assert curves.learns(few, "carry") is None
+    lo, hi = table1_frontier.gain(key(20), "carry")
     assert lo is not None and hi is not None and lo < 0 < hi
     many = Curves("cpu", "carry", "cloze", ("carry",), {"precise-key": [key(2000)]}, base=None)
-    assert C.learns(many, "carry") is True
+    assert curves.learns(many, "carry") is True
 
 
 def test_the_headline_against_base_shots_subtracts_base_shots(tmp_path):
@@ -403,7 +402,7 @@ def test_the_headline_against_base_shots_subtracts_base_shots(tmp_path):
     carry items, so precise-key's frontier top (80 %) is 50 points above it, not 80 (until the seventh version the
     row showed the change from base, the same numbers as rule 1's row above it)."""
     f = write(tmp_path, {"precise-key": {1e-3: J(0.8, 0.8, 0.0)}}, shots=(0.3, 0.3))
-    rows = C.verdicts(Table1Result.load(f))
-    base, shots = _row(rows, "precise SFT learns the skill"), _row(rows, C.SHOTS)
+    rows = curves.verdicts(Table1Result.load(f))
+    base, shots = _row(rows, "precise SFT learns the skill"), _row(rows, curves.SHOTS)
     assert base.estimate == pytest.approx(0.8, abs=0.03) and shots.estimate == pytest.approx(0.5, abs=0.03)
     assert shots.ci_low < shots.estimate < shots.ci_high < base.ci_low and "base-shots" in shots["at"]

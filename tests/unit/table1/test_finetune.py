@@ -9,7 +9,8 @@ import time
 import pytest
 from factories import time_limit
 
-from arithmech.finetune.heads import parse_heads, read_ranking
+from arithmech.finetune.heads import parse_heads
+from arithmech.identify.result import read_ranking
 from arithmech.steps.config_training import Finetune
 
 

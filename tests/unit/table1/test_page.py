@@ -32,12 +32,12 @@ def test_the_smollm2_section_composes_from_the_shipped_results():
 def test_another_chapters_arms_section_shows_no_verdict_before_its_grid_is_complete(tmp_path):
     """Protects a chapter other than Fine-tune (the planted model's) from verdicts on a run part-way: with no run it
     names the command that makes one; with a run not complete, how many runs were made and no table."""
-    from arithmech.table1 import page as F
+    from arithmech.table1 import page as table1_page
     from arithmech.table1.result import Table1Result
 
-    none = F.arms(None, "planted", "python -m arithmech table1 --model planted")
+    none = table1_page.arms(None, "planted", "python -m arithmech table1 --model planted")
     assert len(none) == 1 and "no arms run yet" in none[0].data and "--model planted" in none[0].data
     part = Table1Result(plan={"complete": False}, base={}, shots=None, runs={"a": {}, "b": {}}, curve=None,
                         folder=tmp_path)
-    shown = F.arms(part, "planted", "cmd")
+    shown = table1_page.arms(part, "planted", "cmd")
     assert len(shown) == 1 and shown[0].data.startswith("**planted: 2 runs made, the grid not complete**")

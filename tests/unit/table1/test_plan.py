@@ -5,7 +5,7 @@ no tuned parameter with the key or share arm, grouped-query attention included).
 from __future__ import annotations
 
 from arithmech.core.geometry import Geometry
-from arithmech.table1 import plan as H
+from arithmech.table1 import plan
 from arithmech.table1.plan import bracket_side, choose, extension, frontier_rates, replicated
 
 
@@ -66,11 +66,11 @@ def test_free_heads_share_no_key_value_group():
     so a head is free only when no avoided head reads its group; heads of another group of the same layer
     stay free (the earlier control drew from them and shared 20-29 % of the key arm's tuned parameters)."""
     avoid = [(2, 0), (2, 5), (4, 7)]                       # layer 2: both groups (0-3, 4-7); layer 4: group 1
-    free = set(H.free_heads(GEO, avoid))
+    free = set(plan.free_heads(GEO, avoid))
     assert not {(2, h) for h in range(8)} & free
     assert {(4, h) for h in range(4)} <= free and not {(4, h) for h in range(4, 8)} & free
     assert len(free) == 6 * 8 - 8 - 4
-    assert H.groups(avoid, GEO) == {(2, 0), (2, 1), (4, 1)}
+    assert plan.groups(avoid, GEO) == {(2, 0), (2, 1), (4, 1)}
 
 
 def test_random_draws_layer_matched_any_and_seeded_by_draw():
@@ -78,31 +78,31 @@ def test_random_draws_layer_matched_any_and_seeded_by_draw():
     none left, lower first); precise-random-any takes k free heads of any layer; a draw is seeded by its arm and
     index (the same draw twice is the same heads; another index or arm differs), never by a training seed."""
     tuned = [(2, 0), (2, 1), (3, 4), (5, 0)]
-    free = H.free_heads(GEO, tuned)
-    d0 = H.random_draw("precise-random", 0, tuned, free)
-    assert d0 == H.random_draw("precise-random", 0, tuned, free) != H.random_draw("precise-random", 1, tuned, free)
+    free = plan.free_heads(GEO, tuned)
+    d0 = plan.random_draw("precise-random", 0, tuned, free)
+    assert d0 == plan.random_draw("precise-random", 0, tuned, free) != plan.random_draw("precise-random", 1, tuned, free)
     assert sorted(l for l, _ in d0) == [2, 2, 3, 5] and set(d0) <= set(free)   # layer 2 group 1 is still free
-    tight = H.free_heads(GEO, [(2, 0), (2, 4)])                                # layer 2 has no free group
-    assert sorted(l for l, _ in H.layer_matched([2, 2], tight, __import__("random").Random(0))) == [1, 1]
-    anyd = H.random_draw("precise-random-any", 0, tuned, free)
-    assert len(set(anyd)) == 4 and set(anyd) <= set(free) and anyd != H.random_draw("precise-random-any", 3, tuned, free)
+    tight = plan.free_heads(GEO, [(2, 0), (2, 4)])                                # layer 2 has no free group
+    assert sorted(l for l, _ in plan.layer_matched([2, 2], tight, __import__("random").Random(0))) == [1, 1]
+    anyd = plan.random_draw("precise-random-any", 0, tuned, free)
+    assert len(set(anyd)) == 4 and set(anyd) <= set(free) and anyd != plan.random_draw("precise-random-any", 3, tuned, free)
 
 
 def test_share_heads_filled_by_share_rank():
     """Protects: the share arm tunes the heads the share rule names, in order, then fills up to k by share
     rank without repeating one."""
-    assert H.share_heads([(3, 1), (1, 2)], [(1, 2), (0, 0), (3, 1), (5, 5)], 3) == [(3, 1), (1, 2), (0, 0)]
-    assert H.share_heads([(3, 1), (1, 2), (4, 4)], [(0, 0)], 2) == [(3, 1), (1, 2)]
+    assert plan.share_heads([(3, 1), (1, 2)], [(1, 2), (0, 0), (3, 1), (5, 5)], 3) == [(3, 1), (1, 2), (0, 0)]
+    assert plan.share_heads([(3, 1), (1, 2), (4, 4)], [(0, 0)], 2) == [(3, 1), (1, 2)]
 
 
 def test_layer_offsets_pair_the_layers_sorted():
     """Protects the page's account of the layer-matched draws: offsets are |layer difference| of the two sorted
     lists (the pairing with the least total distance), 0 where the layers match; a draw of another size is an
     error, not a silent truncation by zip."""
-    assert H.layer_offsets([(2, 0), (2, 1), (5, 0)], [(5, 3), (2, 7), (2, 4)]) == [0, 0, 0]
-    assert H.layer_offsets([(20, 1), (20, 2), (14, 2)], [(19, 0), (14, 5), (21, 0)]) == [0, 1, 1]
+    assert plan.layer_offsets([(2, 0), (2, 1), (5, 0)], [(5, 3), (2, 7), (2, 4)]) == [0, 0, 0]
+    assert plan.layer_offsets([(20, 1), (20, 2), (14, 2)], [(19, 0), (14, 5), (21, 0)]) == [0, 1, 1]
     with __import__("pytest").raises(ValueError, match="3 drawn heads for 2"):
-        H.layer_offsets([(1, 0), (2, 0)], [(1, 1), (2, 1), (3, 1)])
+        plan.layer_offsets([(1, 0), (2, 0)], [(1, 1), (2, 1), (3, 1)])
 
 
 def test_random_draws_are_distinct_and_capped_at_the_sets_that_exist():
@@ -112,16 +112,16 @@ def test_random_draws_are_distinct_and_capped_at_the_sets_that_exist():
     (capped), the first draws being the seeded ones in index order where those were already distinct."""
     geo = Geometry(n_layers=4, n_heads=4, n_kv_heads=4, head_dim=32, d_model=128, vocab_size=100)
     key = [(2, 0), (2, 1), (2, 2)]
-    free = H.free_heads(geo, key)
-    layer = H.possible_sets("precise-random", key, free)
+    free = plan.free_heads(geo, key)
+    layer = plan.possible_sets("precise-random", key, free)
     assert len(layer) == 6 and all((2, 3) in s and sorted(l for l, _ in s) == [1, 1, 2] for s in layer)
-    assert len(H.possible_sets("precise-random-any", key, free)) == 286
-    sets, possible = H.distinct_draws("precise-random", 10, key, free)
+    assert len(plan.possible_sets("precise-random-any", key, free)) == 286
+    sets, possible = plan.distinct_draws("precise-random", 10, key, free)
     assert possible == 6 and len(sets) == 6 and sorted(map(tuple, sets)) == sorted(map(tuple, layer))
-    sets, possible = H.distinct_draws("precise-random-any", 10, key, free)
+    sets, possible = plan.distinct_draws("precise-random-any", 10, key, free)
     assert possible == 286 and len({tuple(s) for s in sets}) == 10
-    seeded = [H.random_draw("precise-random-any", d, key, free) for d in range(10)]
+    seeded = [plan.random_draw("precise-random-any", d, key, free) for d in range(10)]
     if len({tuple(s) for s in seeded}) == 10:
         assert sets == seeded
-    few, _ = H.distinct_draws("precise-random", 3, key, free)
+    few, _ = plan.distinct_draws("precise-random", 3, key, free)
     assert len({tuple(s) for s in few}) == 3 and all(s in layer for s in few)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from arithmech.core.stats import wilson_interval
-from arithmech.table1 import views as T
+from arithmech.table1 import views
 from arithmech.table1.frontier import curves_of
 from arithmech.table1.result import Table1Result
 
@@ -31,7 +31,7 @@ def test_the_progress_line_counts_the_design_against_the_runs_made(tmp_path):
             "cost": {"total_s": 520.0, "run_s": {**{r["tag"]: 100.0 for r in full}, **{r["tag"]: 10.0 for r in rnd}}}}
     (tmp_path / "finetune").mkdir()
     (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
-    line = T.progress_line(_plan_only(tmp_path))
+    line = views.progress_line(_plan_only(tmp_path))
     # full: 2 rates x 3 seeds + 1 frontier rate x 2 extra seeds = 8 planned; random: 2 rates x 10 draws = 20
     assert line.startswith("**7 of 28 planned runs made** (in progress)")
     assert "1 of the 4 grid points the rules read have the 3 runs" in line
@@ -50,7 +50,7 @@ def test_the_progress_line_counts_a_cut_grids_ends_once(tmp_path):
             "cost": {"total_s": 40.0, "run_s": {r["tag"]: 10.0 for r in full}}}
     (tmp_path / "finetune").mkdir()
     (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
-    line = T.progress_line(_plan_only(tmp_path))
+    line = views.progress_line(_plan_only(tmp_path))
     assert line.startswith("**4 of 6 planned runs made**") and "Cut: --no-replicate-ends" in line, line
     assert "0 of the 1 grid points the rules read" in line                 # the cut ends are not read
 
@@ -66,7 +66,7 @@ def test_the_progress_line_plans_what_the_design_gives_each_point_and_keeps_extr
             "cost": {"total_s": 70.0, "run_s": {r["tag"]: 10.0 for r in full}}}
     (tmp_path / "finetune").mkdir()
     (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
-    line = T.progress_line(_plan_only(tmp_path))
+    line = views.progress_line(_plan_only(tmp_path))
     assert line.startswith("**7 of 10 planned runs made**"), line
     assert "1 of the 2 grid points the rules read have the 3 runs" in line
 
@@ -76,7 +76,7 @@ def _heads_plan(tmp_path, tuned, draws, **extra):
             "steps": 10, "batch_size": 4, "seeds": [0], "arms": {}, "cost": {}, **extra}
     (tmp_path / "finetune").mkdir()
     (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
-    return T.setup_line(_plan_only(tmp_path))
+    return views.setup_line(_plan_only(tmp_path))
 
 
 def test_the_setup_line_says_how_closely_the_random_draws_match_the_layers(tmp_path):
@@ -129,7 +129,7 @@ def test_the_progress_line_of_a_complete_design_estimates_nothing_more(tmp_path)
             "cost": {"total_s": 7200.0, "run_s": {r["tag"]: 2400.0 for r in full}}}
     (tmp_path / "finetune").mkdir()
     (tmp_path / "finetune" / "table1.json").write_text(json.dumps(plan))
-    line = T.progress_line(_plan_only(tmp_path))
+    line = views.progress_line(_plan_only(tmp_path))
     assert line == ("**3 of 3 planned runs made** (complete): 1 of the 1 grid points the rules read have the 3 runs "
                     "they need; 2.0 hours of this machine (wall clock of each run).")
 
@@ -137,7 +137,7 @@ def test_the_progress_line_of_a_complete_design_estimates_nothing_more(tmp_path)
 def test_the_setup_line_lists_draws_with_a_gap_and_a_random_any_arm_behind(tmp_path):
     """Protects the draws clause's two remaining cases (a review's find): draws run with a gap are listed, not
     spanned; random-any behind a complete precise-random still says how far it is."""
-    assert (T._span([0, 1, 3]), T._span([0, 1, 2]), T._span([4])) == ("0, 1, 3", "0–2", "4")
+    assert (views._span([0, 1, 3]), views._span([0, 1, 2]), views._span([4])) == ("0, 1, 3", "0–2", "4")
     rnd = [_row("precise-random", 1e-3, 0, d) for d in (0, 1, 2, 3)]
     anyl = [_row("precise-random-any", 1e-3, 0, d) for d in (0, 2)]
     line = _heads_plan(tmp_path, [[2, 0]], [[[2, 1]]] * 4, seeds=[0], replicated={"full": [], "precise": [1e-3]},
@@ -154,20 +154,20 @@ def test_the_toy_scope_box_and_the_verdict_table_agree_on_what_cannot_be_tested(
     from arithmech.claims.decide import claims
     from arithmech.claims.evidence import Context
     from arithmech.report.views.pages import claim_lines
-    from arithmech.table1 import curves as CV
+    from arithmech.table1 import curves
     from tests.unit.table1.synthetic import jitter, write
     arms = lambda full: {"full": {1e-4: jitter(full, full, 0.0)}, "precise-key": {1e-3: jitter(0.1, 0.1, 0.0)},
                          "precise-random": {1e-3: jitter(0.1, 0.1, 0.0)}}
     f = write(tmp_path / "a", arms(0.02))
     plan = {**json.loads((f / "finetune" / "table1.json").read_text()), "steps": 30}
-    assert "every Table 1 rule reads *not testable* here" in T.toy_scope(Table1Result.load(f), plan)
-    assert set(CV.verdicts(Table1Result.load(f)).verdict) == {"not testable"}
+    assert "every Table 1 rule reads *not testable* here" in views.toy_scope(Table1Result.load(f), plan)
+    assert set(curves.verdicts(Table1Result.load(f)).verdict) == {"not testable"}
     from arithmech.table1.page import TABLE1_CLAIMS
     ids = list(TABLE1_CLAIMS)
     assert len(ids) == 5 and all("**not testable** (not testable: full SFT does not learn" in x for x in claim_lines(claims(Context(f)), ids))
     g = write(tmp_path / "b", arms(0.6))
     plan = {**json.loads((g / "finetune" / "table1.json").read_text()), "steps": 30}
-    assert T.toy_scope(Table1Result.load(g), plan).startswith("Full SFT learns the toy's new skills")
+    assert views.toy_scope(Table1Result.load(g), plan).startswith("Full SFT learns the toy's new skills")
 
 
 def _scoped(tmp_path, *vals):
@@ -175,7 +175,7 @@ def _scoped(tmp_path, *vals):
     from tests.unit.table1.synthetic import write
     tmp_path.mkdir(parents=True, exist_ok=True)
     f = write(tmp_path, {"full": {1e-4: [(v, v, 0.0) for v in vals]}})
-    return T.scope_line(Table1Result.load(f))
+    return views.scope_line(Table1Result.load(f))
 
 
 def test_the_scope_line_gives_the_gain_that_passes_the_gate(tmp_path):
@@ -210,7 +210,7 @@ def test_the_shots_line_shows_the_format_controls_own_score_and_its_examples(tmp
     f = write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}}, shots=(0.1, 0.05))
     plan = json.loads((f / "finetune" / "table1.json").read_text())
     (f / "finetune" / "table1.json").write_text(json.dumps({**plan, "shots": 2, "data_seed": 0}))
-    line = T.shots_line(Table1Result.load(f))
+    line = views.shots_line(Table1Result.load(f))
     lo, hi = wilson_interval(30, 400)
     assert f"answers 30/400 = 7.5% [{lo:.1%}, {hi:.1%}] (addition 20/200, subtraction 10/200) of the carry" in line
     assert "the zero-shot base 0/400 = 0.0%" in line
@@ -221,7 +221,7 @@ def test_the_shots_line_shows_the_format_controls_own_score_and_its_examples(tmp
 def test_no_shots_line_without_a_base_shots_record(tmp_path):
     """Protects a run made without the format control: no line (not a line about nothing)."""
     from tests.unit.table1.synthetic import write
-    assert T.shots_line(Table1Result.load(write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}}))) is None
+    assert views.shots_line(Table1Result.load(write(tmp_path, {"full": {1e-4: [(0.5, 0.5, 0.0)] * 3}}))) is None
 
 
 def test_the_tuned_line_gives_each_arms_parameters_and_the_random_arms_range(tmp_path):
@@ -235,7 +235,7 @@ def test_the_tuned_line_gives_each_arms_parameters_and_the_random_arms_range(tmp
         path.write_text(json.dumps({**rec, "tuned_parameters": n}))
     names = sorted(p.stem for p in (f / "finetune").glob("precise-*.json"))
     assert names[:2] == ["precise-key-s0-lr1e-03", "precise-key-s1-lr1e-03"]
-    assert T.tuned_line(Table1Result.load(f)) == ("Tuned parameters per run: precise-key 1,000; precise-random 900–1,100 (-10.0 % to "
+    assert views.tuned_line(Table1Result.load(f)) == ("Tuned parameters per run: precise-key 1,000; precise-random 900–1,100 (-10.0 % to "
                                "+10.0 % of precise-key's).")
 
 
@@ -263,7 +263,7 @@ def test_the_dominated_line_names_the_precise_points_a_full_sft_point_beats_in_m
     full = [_pt("full", 1e-4, 0.9, 0.0, loss=0.5), _pt("full", 3e-5, 0.6, 0.01, loss=0.01)]
     key = [_pt("precise-key", 1e-3, 0.5, 0.0, loss=0.05), _pt("precise-key", 3e-3, 0.95, -0.1, loss=0.1),
            _pt("precise-key", 9e-3, 0.7, -0.02, loss=0.005)]
-    line = T.dominated_line(_curves(*full, *key, _pt("precise-share", 1e-3, 0.1, -0.5, collapsed=True)))
+    line = views.dominated_line(_curves(*full, *key, _pt("precise-share", 1e-3, 0.1, -0.5, collapsed=True)))
     assert "a full-SFT point dominates 2 of precise-key's 3 points read: 1e-03 (+50.0, +0.0) by full 3e-05 (+60.0, " \
            "+1.0) and on text loss; 9e-03 (+70.0, -2.0) by full 1e-04 (+90.0, +0.0), though no dominating full point " \
            "has less text loss — none of precise-share's points (every point read collapsed" in line
@@ -275,8 +275,8 @@ def test_the_dominated_line_is_absent_where_it_has_nothing_to_compare_or_the_mat
     out (the toy: every rule reads not testable) give no line, never a sentence with an empty list; a suite without
     a text loss gets no text-loss clause."""
     key, full = _pt("precise-key", 1e-3, 0.5, 0.0), _pt("full", 1e-4, 0.9, 0.0)
-    assert T.dominated_line(_curves(key)) is None and T.dominated_line(_curves(full)) is None
-    assert T.dominated_line(_curves(full, key, scope=(False, "not testable: full SFT does not learn"))) is None
-    line = T.dominated_line(_curves(full, key, suite="toy"))
+    assert views.dominated_line(_curves(key)) is None and views.dominated_line(_curves(full)) is None
+    assert views.dominated_line(_curves(full, key, scope=(False, "not testable: full SFT does not learn"))) is None
+    line = views.dominated_line(_curves(full, key, suite="toy"))
     assert "1e-03 (+50.0, +0.0) by full 1e-04 (+90.0, +0.0) —" not in line and "text loss" not in line
     assert "1e-03 (+50.0, +0.0) by full 1e-04 (+90.0, +0.0)." in line

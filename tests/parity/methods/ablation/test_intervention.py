@@ -7,8 +7,8 @@ import torch
 
 from arithmech.core.models import arch_for
 from arithmech.core.trace import TraceDict
-from arithmech.data import pairs as D
-from arithmech.methods import explorer as X
+from arithmech.data import pairs
+from arithmech.methods import explorer
 from arithmech.methods.ablation.intervention import MeanAblation, MeanSource
 from arithmech.methods.ablation.knockout import Means
 from arithmech.methods.ablation.pool import PoolMeans
@@ -80,8 +80,8 @@ def test_explorer_mean_ablation_equals_its_former_hooks_bit_for_bit(embedded_mod
     logits of the former slice-assigning hooks, at END and at every position, for heads spread over layers
     (two of one layer), on a batch of embedded-model prompts with pooled X_c means."""
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "fig8", n=12, seed=0, draw=D.Draw("first", 0, 1))
-    means = X.knockout_means(model, tok, samples)
+    samples, _ = pairs.make_pairs(tok, "fig8", n=12, seed=0, draw=pairs.Draw("first", 0, 1))
+    means = explorer.knockout_means(model, tok, samples)
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     heads = [(0, 1), (L - 1, 0), (L - 1, H - 1)]
     prompts = [s.clean for s in samples]
@@ -89,7 +89,7 @@ def test_explorer_mean_ablation_equals_its_former_hooks_bit_for_bit(embedded_mod
     ids = torch.tensor([tok(p)["input_ids"] for p in prompts if len(tok(p)["input_ids"]) == T])
     intact = model(ids, use_cache=False).logits[:, -1]
     for positions in ("end", "all"):
-        with X.mean_ablation(model, heads, means, positions)():
+        with explorer.mean_ablation(model, heads, means, positions)():
             got = model(ids, use_cache=False).logits[:, -1]
         with old_explorer_ablation(model, heads, means, positions)():
             want = model(ids, use_cache=False).logits[:, -1]

@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from arithmech.core.trace import TraceDict
-from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data import pairs, templates
 from arithmech.methods.ablation.curves import knockout_curve, random_orders
 from arithmech.methods.ablation.knockout import activations
 from arithmech.methods.ablation.pool import ALL, PoolMeans, build_pool, fold, pool_key, pool_prompts, pool_seed
@@ -31,17 +30,17 @@ def capture(model, tok, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
     return got["z"].float(), got["m"].float()
 
 
-TPLS = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:2]
+TPLS = [templates.TEMPLATES[t.id] for t in templates.FIG8 if t.op == "addition"][:2]
 
 
 @pytest.fixture(scope="module")
 def pool_and_prompts(embedded_model):
     """A reference pool of two addition templates (40 X_c per family) and the literal per-prompt activations."""
     model, tok, _ = embedded_model
-    pool = build_pool(model, tok, pool_prompts(tok, TPLS, 40, 3, draw=D.Draw("first", 0, 1)), folds=4, min_group=4)
+    pool = build_pool(model, tok, pool_prompts(tok, TPLS, 40, 3, draw=pairs.Draw("first", 0, 1)), folds=4, min_group=4)
     raw = []
     for fam in sorted({t.family for t in TPLS}):
-        drawn, _ = D.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam), draw=D.Draw("first", 0, 1))
+        drawn, _ = pairs.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam), draw=pairs.Draw("first", 0, 1))
         raw += [(s, *capture(model, tok, s.corrupt)) for s in drawn]
     return pool, raw
 
@@ -52,7 +51,7 @@ def test_pool_means_equal_a_plain_loop_and_leave_the_pair_out(embedded_model, po
     loop over single-prompt forwards, and no pool prompt with the prompt's own (a, b) is in it."""
     model, tok, _ = embedded_model
     pool, raw = pool_and_prompts
-    evaluated, _ = D.make_pairs(tok, TPLS, n=12, seed=99, draw=D.Draw("first", 0, 1))
+    evaluated, _ = pairs.make_pairs(tok, TPLS, n=12, seed=99, draw=pairs.Draw("first", 0, 1))
     sources = Counter()
     for s in evaluated:
         seq = len(tok(s.clean)["input_ids"])
@@ -116,8 +115,8 @@ def test_random_orders_never_hold_a_key_component(embedded_model):
     assert all(not {(1, 1), (2, 2)} & set(o) for o in random_orders(universe, [[1, 1], [2, 2]], 5, 0))
     assert all(not {0, 3} & set(o) for o in random_orders(list(range(6)), [0, 3], 20, 1))
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "addition", n=6, seed=1, draw=D.Draw("first", 0, 1))
-    pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition")[:1], 8, 0, draw=D.Draw("first", 0, 1)),
+    samples, _ = pairs.make_pairs(tok, "addition", n=6, seed=1, draw=pairs.Draw("first", 0, 1))
+    pool = build_pool(model, tok, pool_prompts(tok, pairs.select_templates("addition")[:1], 8, 0, draw=pairs.Draw("first", 0, 1)),
                       min_group=1)
     d = knockout_curve(model, tok, samples, pool, Curve("head", key, universe, key, [0, 3], [3], False), n_random=20,
                        seed=7)
@@ -144,11 +143,11 @@ def test_planned_pool_allocates_only_the_groups_prune_keeps(embedded_model):
     reference reads the activations through the same batched reader as ``build_pool`` (a batch of one
     differs from a batched forward in the last float bits, which says nothing about the plan)."""
     model, tok, _ = embedded_model
-    pools = pool_prompts(tok, TPLS, 40, 3, draw=D.Draw("first", 0, 1))
+    pools = pool_prompts(tok, TPLS, 40, 3, draw=pairs.Draw("first", 0, 1))
     planned = build_pool(model, tok, pools, folds=4, min_group=34)   # keeps one of two
     pm = PoolMeans(4, 34)                                # the same pool, every group allocated, then pruned
     for fam in sorted({t.family for t in TPLS}):
-        drawn, _ = D.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam), draw=D.Draw("first", 0, 1))
+        drawn, _ = pairs.make_pairs(tok, [t for t in TPLS if t.family == fam], n=40, seed=pool_seed(3, fam), draw=pairs.Draw("first", 0, 1))
         for i, z, m in activations(model, tok, [s.corrupt for s in drawn], 64):
             pm.add(pool_key(drawn[i]), z, m)
     allocated = len(pm.group)

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import torch
 
-from arithmech.data import pairs as D
+from arithmech.data import pairs
 from arithmech.methods.ablation import pool_cache
 from arithmech.methods.ablation.pool import build_pool, pool_key, pool_prompts
 
 
 def _pools(tok, tpls):
     """The pool of the tests: 24 X_c per family, seed 0, first answer token."""
-    return pool_prompts(tok, tpls, 24, 0, draw=D.Draw("first", 0, 1))
+    return pool_prompts(tok, tpls, 24, 0, draw=pairs.Draw("first", 0, 1))
 
 
 KW = dict(min_group=4)
@@ -29,14 +29,14 @@ def test_cached_pool_equals_built_pool_and_its_lookups(embedded_model, tmp_path,
     every prompt's mean (and so knockout.csv) is the same with or without the cache."""
     model, tok, _ = embedded_model
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
-    tpls = D.select_templates("addition")
+    tpls = pairs.select_templates("addition")
     built = build_pool(model, tok, _pools(tok, tpls), **KW)
     miss = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     files = list((tmp_path / "pool").glob("*.pt"))
     assert len(files) == 1 and files[0].stem == miss.digest
     hit = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     assert _same(built, miss) and _same(built, hit) and hit.digest == miss.digest
-    samples, _ = D.make_pairs(tok, "addition", n=12, seed=3, draw=D.Draw("first", 0, 1))
+    samples, _ = pairs.make_pairs(tok, "addition", n=12, seed=3, draw=pairs.Draw("first", 0, 1))
     for s in samples:
         seq = len(tok(s.clean)["input_ids"])
         for x, y in zip(built.lookup(pool_key(s), seq), hit.lookup(pool_key(s), seq)):
@@ -49,9 +49,9 @@ def test_cache_key_follows_every_input(embedded_model, tmp_path, monkeypatch):
     the same inputs are the same key."""
     model, tok, _ = embedded_model
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
-    tpls = D.select_templates("addition")
+    tpls = pairs.select_templates("addition")
     pools = lambda **kw: pool_prompts(tok, tpls, kw.get("pool_size", 24), kw.get("seed", 0),
-                                      draw=D.Draw("first", 0, 1))
+                                      draw=pairs.Draw("first", 0, 1))
     key = lambda bs=64, **kw: pool_cache.pool_digest(model, tok, pools(**kw), 4, 4, bs)
     base = key()
     assert key() == base
@@ -73,7 +73,7 @@ def test_damaged_file_is_rebuilt_and_off_switch_writes_nothing(embedded_model, t
     ARITHMECH_POOL_CACHE=0 neither reads nor writes the cache."""
     model, tok, _ = embedded_model
     monkeypatch.setattr(pool_cache, "CACHE_DIR", tmp_path)
-    tpls = D.select_templates("addition")
+    tpls = pairs.select_templates("addition")
     monkeypatch.setenv("ARITHMECH_POOL_CACHE", "0")
     off = pool_cache.cached_pool(model, tok, _pools(tok, tpls), **KW)
     assert not (tmp_path / "pool").exists()

@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from arithmech.core.trace import TraceDict
-from arithmech.data import pairs as D
-from arithmech.data import templates as T
+from arithmech.data import pairs, templates
 from arithmech.data.batches import answer_ids
 from arithmech.data.floors import problem_floor
 from arithmech.evals.scoring import predict
@@ -28,8 +27,8 @@ def test_sanity_rows_equal_literal_forwards(embedded_model):
     conditioned floor = data.floors.problem_floor's count over the prompts."""
     model, tok, _ = embedded_model
     L = model.config.num_hidden_layers
-    samples, _ = D.make_pairs(tok, "addition", n=16, seed=5, draw=D.Draw("first", 0, 1))
-    pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition"), 24, 0, draw=D.Draw("first", 0, 1)),
+    samples, _ = pairs.make_pairs(tok, "addition", n=16, seed=5, draw=pairs.Draw("first", 0, 1))
+    pool = build_pool(model, tok, pool_prompts(tok, pairs.select_templates("addition"), 24, 0, draw=pairs.Draw("first", 0, 1)),
                       min_group=4)
     gold = answer_ids(tok, samples)
     for positions in ("end", "all"):
@@ -64,13 +63,13 @@ def test_same_seed_same_knockout_rows(embedded_model):
     """Protects determinism: the same seed gives identical knockout rows (pool, prompts, random orders),
     and another seed gives other random orders."""
     model, tok, _ = embedded_model
-    samples, _ = D.make_pairs(tok, "addition", n=8, seed=2, draw=D.Draw("first", 0, 1))
+    samples, _ = pairs.make_pairs(tok, "addition", n=8, seed=2, draw=pairs.Draw("first", 0, 1))
     heads = [(l, h) for l in range(6) for h in range(8)]
     key = {"heads": [{"layer": 0, "head": 1}], "mlps": [{"layer": 0}]}
 
     def run(seed):
-        pool = build_pool(model, tok, pool_prompts(tok, D.select_templates("addition")[:3], 12, seed,
-                                                   draw=D.Draw("first", 0, 1)), min_group=2)
+        pool = build_pool(model, tok, pool_prompts(tok, pairs.select_templates("addition")[:3], 12, seed,
+                                                   draw=pairs.Draw("first", 0, 1)), min_group=2)
         settings = KnockoutSettings(samples=8, n_random=3, seed=seed, ks=(0, 1, 2), curves_for="primary",
                                     positions="end", split="in-sample", pool_size=12, batch_size=64)
         return task_knockout(model, tok, samples, pool, "addition", Studied(heads, list(range(6)), key), True,
@@ -93,7 +92,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     k, outside the top k by effect rank (``exclude_top``: the heads the effect-rank point knocks out); at other
     positions the studied heads (key heads, else the top 8) are compared with as many random heads outside
     them; the other tasks compare only their key heads."""
-    import arithmech.methods.ablation.run as KR
+    import arithmech.methods.ablation.run as ablation_run
     seen = []
 
     def fake_curve(model, tok, samples, means, c, **kw):
@@ -101,14 +100,14 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
                      c.exclude_top))
         return pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ld", "ld_lo", "ld_hi",
                                              "ci_high"]})
-    monkeypatch.setattr(KR, "knockout_curve", fake_curve)
-    monkeypatch.setattr(KR, "sanity_rows", lambda *a, **k: [])
-    monkeypatch.setattr(KR, "mean_sources", lambda *a, **k: "")
-    monkeypatch.setattr(KR, "counter_answers", lambda *a, **k: None)
+    monkeypatch.setattr(ablation_run, "knockout_curve", fake_curve)
+    monkeypatch.setattr(ablation_run, "sanity_rows", lambda *a, **k: [])
+    monkeypatch.setattr(ablation_run, "mean_sources", lambda *a, **k: "")
+    monkeypatch.setattr(ablation_run, "counter_answers", lambda *a, **k: None)
     matched = []
     empty = pd.DataFrame({c: [] for c in ["kind", "order", "seed", "k", "accuracy", "correct", "n", "ci_low", "ci_high",
                                          "ld", "ld_lo", "ld_hi"]})
-    monkeypatch.setattr(KR, "layer_matched_rows", lambda model, tok, samples, means, c, **kw:
+    monkeypatch.setattr(ablation_run, "layer_matched_rows", lambda model, tok, samples, means, c, **kw:
                         (matched.append((list(c.ranking), list(c.ks), list(c.exclude))), empty)[1])
     cfg = type("C", (), {"num_hidden_layers": 3, "num_attention_heads": 4, "hidden_size": 8, "vocab_size": 16})
     model = type("M", (), {"config": cfg})()
@@ -117,7 +116,7 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     both = KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="both",
                                split="in-sample", pool_size=8, batch_size=64)
     end = dataclasses.replace(both, positions="end")
-    KR.task_knockout(model, None, [], None, "all", KR.Studied(heads, [2, 0, 1], key), True, both)
+    ablation_run.task_knockout(model, None, [], None, "all", ablation_run.Studied(heads, [2, 0, 1], key), True, both)
     (_, _, _, ex_h, hk, rk_h, top_h), (_, _, _, ex_m, mk, rk_m, top_m), at_all = seen[:3]
     assert rk_h == [k for k in hk if k] and hk[-1] == 12 and top_h and ex_h == [(0, 3)]
     assert rk_m == [1, 2, 3] == mk[1:] and top_m and ex_m == []          # no key MLP: outside the top k only
@@ -125,11 +124,11 @@ def test_task_knockout_random_draws_avoid_the_treated_heads(monkeypatch):
     assert not at_all[6]                                        # the key heads vs random heads outside them only
     assert matched == [(heads, [1, 8], [(0, 3)])]               # layer-matched: once, at the key heads' k and k = 8
     seen.clear()
-    KR.task_knockout(model, None, [], None, "addition", KR.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), False,
+    ablation_run.task_knockout(model, None, [], None, "addition", ablation_run.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), False,
                      end)
     assert seen[0][2] == [] and seen[0][5] == []                # no key head: nothing to compare
     seen.clear()
-    KR.task_knockout(model, None, [], None, "all", KR.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), True, both)
+    ablation_run.task_knockout(model, None, [], None, "all", ablation_run.Studied(heads, [2, 0, 1], {"heads": [], "mlps": []}), True, both)
     assert seen[2][2] == seen[2][3] == heads[:8]                # no key head: the top 8 vs 8 outside them
 
 
@@ -138,22 +137,22 @@ def test_random_draw_at_k_leaves_out_the_top_k_and_the_key_heads(monkeypatch):
     is a key head (``exclude``) or among the top k by effect rank; a k with fewer than k such heads gets no random
     row (the chart says so) instead of a smaller draw; a draw is uniform over what remains (filtered order)."""
 
-    from arithmech.methods.ablation import curves as KC
+    from arithmech.methods.ablation import curves
     universe = [(l, h) for l in range(2) for h in range(4)]                   # 8 heads
     ranking = [(1, 2), (0, 0), (1, 1), (0, 3), (0, 1), (1, 0), (0, 2), (1, 3)]
     key = [(0, 0)]
     seen = []
-    monkeypatch.setattr(KC, "scored_rows", lambda model, tok, samples, means, abls, rows, forwards=None, other=None:
-                        (seen.extend(abls), pd.DataFrame([KC.with_interval(r, 0, 2) for r in rows]))[1])
+    monkeypatch.setattr(curves, "scored_rows", lambda model, tok, samples, means, abls, rows, forwards=None, other=None:
+                        (seen.extend(abls), pd.DataFrame([curves.with_interval(r, 0, 2) for r in rows]))[1])
     curve = Curve("head", ranking, universe, key, [0, 1, 2, 3, 4, 5, 8], [1, 2, 3, 4, 5, 8], True)
-    d = KC.knockout_curve(None, None, [1, 2], None, curve, n_random=5, seed=0)
+    d = curves.knockout_curve(None, None, [1, 2], None, curve, n_random=5, seed=0)
     rnd = [(r.k, a) for r, a in zip(d.itertuples(), seen) if r.order == "random-rank"]
     assert sorted({k for k, _ in rnd}) == [1, 2, 3, 4]          # k = 5 needs 5 heads outside the top 5: 8 − 5 < 5
     assert len(rnd) == 4 * 5                                    # every order at every drawable k
     for k, a in rnd:
         assert len(a.heads) == k and not a.heads & ({*ranking[:k]} | set(key)), (k, a.heads)
-    assert KC.random_draw([3, 1, 2], 2) == [3, 1] and KC.random_draw([3, 1, 2], 2, avoid=[3]) == [1, 2]
-    assert KC.random_draw([3, 1, 2], 3, avoid=[3]) == []
+    assert curves.random_draw([3, 1, 2], 2) == [3, 1] and curves.random_draw([3, 1, 2], 2, avoid=[3]) == [1, 2]
+    assert curves.random_draw([3, 1, 2], 3, avoid=[3]) == []
 
 
 def test_knockout_prompts_are_distinct(embedded_model):
@@ -162,9 +161,9 @@ def test_knockout_prompts_are_distinct(embedded_model):
     from arithmech.methods.ablation.run import eval_samples
     from arithmech.methods.ablation.settings import Prompts
     model, tok, _ = embedded_model
-    tpl = [T.TEMPLATES[t.id] for t in T.FIG8 if t.op == "addition"][:1]
-    base, _ = D.make_pairs(tok, tpl, n=20, seed=1, draw=D.Draw("last-digit", 0, 1))
-    got = eval_samples(model, tok, tpl, base + base, Prompts(n=120, seed=0, draw=D.Draw("last-digit", 0, 1), heldout=False,
+    tpl = [templates.TEMPLATES[t.id] for t in templates.FIG8 if t.op == "addition"][:1]
+    base, _ = pairs.make_pairs(tok, tpl, n=20, seed=1, draw=pairs.Draw("last-digit", 0, 1))
+    got = eval_samples(model, tok, tpl, base + base, Prompts(n=120, seed=0, draw=pairs.Draw("last-digit", 0, 1), heldout=False,
                                                           batch_size=64))
     assert len({s.clean for s in got}) == len(got) > 20
     assert bool((predict(model, tok, [s.clean for s in got])[:, 0] == answer_ids(tok, got)).all())
@@ -174,22 +173,22 @@ def test_a_task_with_no_knockout_prompt_has_no_rows_and_the_run_goes_on(monkeypa
     """Protects a held-out knockout on a weak model (zero-shot SmolLM2's subtraction: no fresh X_r of a
     never-ranked problem passes the X_r rules): the task gets no rows and one line on stderr, the other tasks
     and the pooled task keep theirs, and with no prompt anywhere the frame is empty (no Wilson interval of n = 0)."""
-    import arithmech.methods.ablation.run as KR
-    got = {"addition": [D.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation", answer_token="first")], "subtraction": []}
-    monkeypatch.setattr(KR, "eval_samples", lambda model, tok, tpls, ss, *a, **kw: list(ss))   # in-sample: the X_r
+    import arithmech.methods.ablation.run as ablation_run
+    got = {"addition": [pairs.Sample("1 + 2 = ", "1 @ 2 = ", "3", "3", 1, 2, "+", "add-1", "equation", answer_token="first")], "subtraction": []}
+    monkeypatch.setattr(ablation_run, "eval_samples", lambda model, tok, tpls, ss, *a, **kw: list(ss))   # in-sample: the X_r
     ran = []
-    monkeypatch.setattr(KR, "task_knockout", lambda model, tok, samples, means, task, *a: (ran.append((task, len(samples))),
-                        pd.DataFrame({c: [1] for c in KR.COLUMNS[:-2]}).assign(task=task))[1])
+    monkeypatch.setattr(ablation_run, "task_knockout", lambda model, tok, samples, means, task, *a: (ran.append((task, len(samples))),
+                        pd.DataFrame({c: [1] for c in ablation_run.COLUMNS[:-2]}).assign(task=task))[1])
     settings = KnockoutSettings(samples=4, n_random=20, seed=0, ks=None, curves_for="primary", positions="end",
                                    split="in-sample", pool_size=8, batch_size=64)
     NO_EFFECTS = pd.DataFrame(columns=["task", "layer", "head", "effect", "effect_lo", "effect_hi", "logit_diff"])
-    ranked = KR.Ranked(got, {"addition": ["t"], "subtraction": ["t"]}, NO_EFFECTS, -0.05, "all")
-    ko, evals = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first", 0, 1))
+    ranked = ablation_run.Ranked(got, {"addition": ["t"], "subtraction": ["t"]}, NO_EFFECTS, -0.05, "all")
+    ko, evals = ablation_run.knockout_tasks(None, None, ranked, None, settings, pairs.Draw("first", 0, 1))
     assert ran == [("addition", 1), ("all", 1)] and evals["subtraction"] == []
     assert set(ko.task) == {"addition", "all"} and "subtraction: no knockout prompt" in capsys.readouterr().err
-    ranked = KR.Ranked({"subtraction": []}, {"subtraction": ["t"]}, NO_EFFECTS, -0.05, "subtraction")
-    ko, _ = KR.knockout_tasks(None, None, ranked, None, settings, D.Draw("first", 0, 1))
-    assert ko.empty and list(ko.columns) == KR.COLUMNS
+    ranked = ablation_run.Ranked({"subtraction": []}, {"subtraction": ["t"]}, NO_EFFECTS, -0.05, "subtraction")
+    ko, _ = ablation_run.knockout_tasks(None, None, ranked, None, settings, pairs.Draw("first", 0, 1))
+    assert ko.empty and list(ko.columns) == ablation_run.COLUMNS
 
 
 @pytest.mark.parametrize("change,match", [

@@ -9,8 +9,8 @@ from arithmech.circuits import config as circuits_config
 from arithmech.identify import config as identify_config
 from arithmech.identify.config import BOOK_SCALE
 from arithmech.prompts import config as prompts_config
-from arithmech.report.build import chapters as C
-from arithmech.steps import config_training as T
+from arithmech.report.build import chapters
+from arithmech.steps import config_training
 
 COMMON = dict(results="results", seed=0, device="cpu", dtype="float32")
 
@@ -19,10 +19,10 @@ def test_narrow_copies_shared_fields_skips_and_overrides():
     """Protects the one copying rule: every field the chapter and the step share by name reaches the step, a
     skipped name keeps the step's default, a change wins over the chapter's value, and a chapter-only field
     (``stability_seeds``) reaches nothing."""
-    P = C.Identify(n_samples=32, seed=5, results="elsewhere")
-    got = C.narrow(identify_config.Identify, P, skip=("seed",), threshold=-0.2)
+    P = chapters.Identify(n_samples=32, seed=5, results="elsewhere")
+    got = chapters.narrow(identify_config.Identify, P, skip=("seed",), threshold=-0.2)
     assert (got.n_samples, got.results, got.seed, got.threshold) == (32, "elsewhere", 0, -0.2)
-    assert C.narrow(identify_config.Stability, P).seeds == identify_config.Stability().seeds
+    assert chapters.narrow(identify_config.Stability, P).seeds == identify_config.Stability().seeds
 
 
 def test_chapter_configs_build_the_step_configs_the_pages_built_by_hand():
@@ -31,7 +31,7 @@ def test_chapter_configs_build_the_step_configs_the_pages_built_by_hand():
     it was written there), including the names a chapter uses for another thing (Beyond's ``n_samples`` is not
     faithfulness's, Table 1's ``scale`` is not the chapter's, the SmolLM2 accuracy table's ``n_per_template`` is
     not the shots step's)."""
-    i, a, b, e = C.Identify(), C.Analyze(), C.Beyond(), C.Explorer()
+    i, a, b, e = chapters.Identify(), chapters.Analyze(), chapters.Beyond(), chapters.Explorer()
     assert i.to_identify() == identify_config.Identify(model_name="embedded", task="all", n_samples=256, threshold=-0.05,
                                          answer_token="last-digit", overwrite=True, **COMMON)
     assert i.to_stability() == identify_config.Stability(model_name="embedded", task="addition", seeds=3,
@@ -44,23 +44,23 @@ def test_chapter_configs_build_the_step_configs_the_pages_built_by_hand():
         assert b.to_identify(m) == identify_config.Identify(model_name=m, n_samples=512, **BOOK_SCALE, **COMMON)
         assert e.to_identify(m) == identify_config.Identify(model_name=m, n_samples=512, answer_token="last-digit", **BOOK_SCALE,
                                               **COMMON)
-    assert C.Data().to_shots() == prompts_config.Shots(model_name="embedded", seed=0, device="cpu", dtype="float32",
+    assert chapters.Data().to_shots() == prompts_config.Shots(model_name="embedded", seed=0, device="cpu", dtype="float32",
                                           n_per_template=4)
-    assert C.Finetune().to_table1() == T.Table1(model_name="embedded", suite="toy", top_k=8, seeds=(0,), draws=1,
+    assert chapters.Finetune().to_table1() == config_training.Table1(model_name="embedded", suite="toy", top_k=8, seeds=(0,), draws=1,
                                                 frontier_seeds=1, steps=30, curve_steps=300, batch_size=32,
                                                 max_extend=1, overwrite=True, **COMMON)
-    assert C.MlpAblation().to_finetune(2) == T.Finetune(
+    assert chapters.MlpAblation().to_finetune(2) == config_training.Finetune(
         model_name="embedded", train_data="embedded", n_train=4096,
         benchmarks=("two_digit", "negative", "single_digit", "generic"), max_steps=60, lr=5e-4, batch_size=32,
         micro_batch_size=32, warmup=0.02, weight_decay=0.1, threads=1, overwrite=True, mode="precise",
         heads="top-8", mlps=2, tag="top8-mlp2", **COMMON)
-    assert C.Gsm8k().to_generalize() == circuits_config.Generalize(n_samples=256, seed=0, threshold=-0.05, top=5)
+    assert chapters.Gsm8k().to_generalize() == circuits_config.Generalize(n_samples=256, seed=0, threshold=-0.05, top=5)
 
 
 def test_smollm2_appendix_configs_are_the_ones_its_page_built():
     """Protects the SmolLM2 appendix's reuse of its shipped files: its shots, identify (K-shot and zero-shot),
     stability, analyze and accuracy configs are the ones the page built from ``_common()`` before."""
-    P = C.SmolLM2()
+    P = chapters.SmolLM2()
     common = dict(model_name="smollm2-135m", **COMMON)
     assert P.to_shots() == prompts_config.Shots(**common, example_sets=16)
     k_shot = identify_config.Identify(**common, n_samples=4096, shots=4, example_sets=16, knockout_split="held-out",
@@ -73,9 +73,9 @@ def test_smollm2_appendix_configs_are_the_ones_its_page_built():
     assert P.to_accuracy() == prompts_config.Accuracy(**common, n_per_template=16)
 
 
-@pytest.mark.parametrize("chapter", sorted(C.CHAPTERS))
+@pytest.mark.parametrize("chapter", sorted(chapters.CHAPTERS))
 def test_a_chapter_parameter_that_sets_a_step_field_has_its_name(chapter):
     """Protects the naming rule: no chapter declares ``model`` or ``results_dir`` (the step configs' fields are
     ``model_name`` and ``results``; ``--set model_name=…`` reaches every chapter that has it)."""
-    names = set(C.CHAPTERS[chapter].__dataclass_fields__)
+    names = set(chapters.CHAPTERS[chapter].__dataclass_fields__)
     assert not names & {"model", "results_dir", "random_orders"}, chapter

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arithmech.report.charts import colours as C
+from arithmech.report.charts import colours
 
 HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
 ANY_HEX = re.compile(r"#[0-9a-fA-F]{3,8}\b")
@@ -44,26 +44,26 @@ def test_the_table_gives_each_colour_one_meaning():
     """Protects the table itself: colours are hex; a colour in two roles is one of the declared shared meanings
     (red: key, grey: random control); the only red is "key" and the only green is "the answer"."""
     where: dict[str, set[str]] = {}
-    for role, values in C.ROLES.items():
+    for role, values in colours.ROLES.items():
         for value, c in values.items():
             assert HEX.match(c), (role, value, c)
             where.setdefault(c.lower(), set()).add(role)
     for c, roles in where.items():
-        assert len(roles) == 1 or c in {k.lower() for k in C.SHARED}, (c, roles)
-    reds = {(r, v) for r, vs in C.ROLES.items() for v, c in vs.items() if is_red(c)}
-    greens = {(r, v) for r, vs in C.ROLES.items() for v, c in vs.items() if is_green(c)}
+        assert len(roles) == 1 or c in {k.lower() for k in colours.SHARED}, (c, roles)
+    reds = {(r, v) for r, vs in colours.ROLES.items() for v, c in vs.items() if is_red(c)}
+    greens = {(r, v) for r, vs in colours.ROLES.items() for v, c in vs.items() if is_green(c)}
     assert reds == {("selection", "key"), ("arm", "precise-key")}, reds
     assert greens == {("answer", "answer")}, greens
-    assert C.SCHEMES["effect"] == "redblue"            # red = negative effect = the key side, as the red above
+    assert colours.SCHEMES["effect"] == "redblue"            # red = negative effect = the key side, as the red above
 
 
 def test_scale_and_colour_name_what_is_missing():
     """Protects the helpers: labels map to the role's colours in order, and an unknown value is a KeyError naming
     the role's values (a chart cannot silently fall back to a default colour)."""
-    s = C.scale("selection", {"effect rank": "key", "random": "control"}).to_dict()
-    assert s == {"domain": ["effect rank", "random"], "range": [C.KEY, C.CONTROL]}
+    s = colours.scale("selection", {"effect rank": "key", "random": "control"}).to_dict()
+    assert s == {"domain": ["effect rank", "random"], "range": [colours.KEY, colours.CONTROL]}
     with pytest.raises(KeyError, match="precise-key"):
-        C.colour("arm", "precise")
+        colours.colour("arm", "precise")
 
 
 # ------------------------------------------------------------------------------------------ the charts
@@ -98,7 +98,7 @@ def used(spec: dict) -> tuple[set[str], set[str]]:
 
 
 def allowed(*roles: str) -> set[str]:
-    return {c.lower() for r in (*roles, "ink") for c in C.ROLES[r].values()}
+    return {c.lower() for r in (*roles, "ink") for c in colours.ROLES[r].values()}
 
 
 def _knockout():
@@ -118,7 +118,7 @@ def _effects():
 
 def _roles():
     return pd.DataFrame([dict(task=t, layer=1, head=0, role=r, mean_score=0.2, kv_head=0, n=8)
-                         for t in ("addition", "subtraction") for r in C.ROLES["operand"]])
+                         for t in ("addition", "subtraction") for r in colours.ROLES["operand"]])
 
 
 def _mlp():
@@ -182,11 +182,11 @@ def _beyond_run():
 
 def _explorer():
     from arithmech.core.stats import wilson_interval
-    from arithmech.methods import explorer as X
-    from arithmech.report.views import explorer_views as V
+    from arithmech.methods import explorer
+    from arithmech.report.views import explorer_views
     eff = pd.DataFrame([("all", 0, "0", -0.30), ("all", 0, "1", -0.03), ("all", 1, "0", -0.012), ("all", 1, "1", 0.02)],
                        columns=["task", "layer", "head", "effect"]).assign(effect_hi=lambda d: d.effect + 0.001)
-    heads = X.head_steps(eff, [-0.1, -0.02])
+    heads = explorer.head_steps(eff, [-0.1, -0.02])
     steps = pd.DataFrame([(s, None if s < 0 else [-0.1, -0.02][s], [f"0.{i}" for i in range(n)], n, k, 3, 3,
                            *wilson_interval(k, 3)) for s, (k, n) in enumerate([(3, 0), (1, 1), (0, 2)], start=-1)],
                          columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"])
@@ -200,7 +200,7 @@ def _explorer():
                                       columns=["id", "name", "key_at", "scores"]),
             "mlp": pd.DataFrame([(i, ["3", "3"], [0.5, 0.6]) for i in range(2)], columns=["id", "tokens", "cosines"]),
             "steps": steps}
-    return V.explorer_chart(data, heads, "m")
+    return explorer_views.explorer_chart(data, heads, "m")
 
 
 def _transfer():
@@ -294,8 +294,8 @@ def test_every_chart_draws_only_the_colours_of_its_roles(monkeypatch):
     bad = {}
     for name, chart, roles, schemes in charts:
         cols, used_schemes = used(chart.to_dict())
-        if cols - allowed(*roles) or used_schemes - {C.SCHEMES[s] for s in schemes}:
-            bad[name] = (sorted(cols - allowed(*roles)), sorted(used_schemes - {C.SCHEMES[s] for s in schemes}))
+        if cols - allowed(*roles) or used_schemes - {colours.SCHEMES[s] for s in schemes}:
+            bad[name] = (sorted(cols - allowed(*roles)), sorted(used_schemes - {colours.SCHEMES[s] for s in schemes}))
     assert not bad, bad
     assert len(charts) >= 23
 
@@ -308,9 +308,9 @@ def test_the_arms_and_the_selection_agree_on_key_and_random(monkeypatch):
     from arithmech.table1 import charts as tradeoff
     ko = json.dumps(knockout_chart.knockout_control_chart(_knockout()).to_dict())
     arms = tradeoff.ARM_SCALE.to_dict()
-    assert dict(zip(arms["domain"], arms["range"]))["precise-key"] == C.KEY and C.KEY in ko
-    assert dict(zip(arms["domain"], arms["range"]))["precise-random"] == C.CONTROL and C.CONTROL in ko
-    assert C.colour("arm", "full") not in (C.KEY, C.CONTROL)
+    assert dict(zip(arms["domain"], arms["range"]))["precise-key"] == colours.KEY and colours.KEY in ko
+    assert dict(zip(arms["domain"], arms["range"]))["precise-random"] == colours.CONTROL and colours.CONTROL in ko
+    assert colours.colour("arm", "full") not in (colours.KEY, colours.CONTROL)
 
 
 def test_the_theme_and_fig1_use_the_table():
@@ -320,9 +320,9 @@ def test_the_theme_and_fig1_use_the_table():
 
     from arithmech.report.charts import pipeline, theme
     cfg = theme.theme()["config"]
-    assert cfg["range"]["category"] == C.series() and not any(is_red(c) or is_green(c) for c in C.series())
+    assert cfg["range"]["category"] == colours.series() and not any(is_red(c) or is_green(c) for c in colours.series())
     chrome = {cfg["mark"]["color"], cfg["title"]["subtitleColor"], cfg["axis"]["domainColor"]}
     assert chrome <= allowed()
     from arithmech.report.build.generate import pipeline_stages
     svg = pipeline.pipeline_svg(pipeline_stages(Path(__file__).resolve().parents[4]))
-    assert {c.lower() for c in ANY_HEX.findall(svg)} <= allowed("selection") and C.KEY in svg
+    assert {c.lower() for c in ANY_HEX.findall(svg)} <= allowed("selection") and colours.KEY in svg

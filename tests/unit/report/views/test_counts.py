@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arithmech.claims import decide as C
+from arithmech.claims import decide
 from arithmech.claims.evidence import Context
 from arithmech.identify.claims import THRESHOLD
 from arithmech.methods.effects import key_heads as identify_key_heads
@@ -67,7 +67,7 @@ def test_the_count_pages_quote_is_the_rules_and_analyzes(folder):
     k = counts.key_heads(Ranking.read(folder))
     if k.threshold != THRESHOLD:
         pytest.skip(f"{folder.name} was run with threshold {k.threshold}, not the rule's {THRESHOLD}")
-    here = C.claims(Context(folder), ["key-heads-exist"]).iloc[0].here
+    here = decide.claims(Context(folder), ["key-heads-exist"]).iloc[0].here
     n, total = map(int, re.match(r"(\d+) of (\d+) heads", here).groups())
     assert (k.n, k.n_heads) == (n, total), (k.summary(), here)
     assert [f"{l}.{h}" for l, h in load_key_heads(folder)[0]] == list(k.studied)

@@ -8,8 +8,8 @@ import json
 
 import pandas as pd
 
-from arithmech.methods import explorer as X
-from arithmech.report.views import explorer_views as V
+from arithmech.methods import explorer as methods_explorer
+from arithmech.report.views import explorer_views
 
 
 def _effects() -> pd.DataFrame:
@@ -34,19 +34,19 @@ def test_knockout_verdict_rule():
     """Protects the rule fixed before the run: holds only when the knockout's interval lies wholly below the
     intact one's; does not hold at or above the intact count; inconclusive in between; no key head, no verdict."""
     s = _steps([(95, 0), (95, 0), (40, 1), (93, 2), (97, 3)])
-    t = V.knockout_table(s, "m")
+    t = explorer_views.knockout_table(s, "m")
     assert list(t["lower than intact"]) == ["— (no head past the threshold)", "holds", "inconclusive", "does not hold"]
     assert list(t["top-1 = answer"]) == ["95/100", "40/100", "93/100", "97/100"]
-    lines = V.step_labels(s)
+    lines = explorer_views.step_labels(s)
     assert list(lines[lines.step == 1].label)[1].startswith("knocked out: the answer is top-1 on 40/100 prompts (40%, "
                                                              "95% CI")
     assert list(lines[lines.step == 0].label)[0].endswith("no head is past it, nothing is knocked out")
-    assert V.default_step(s) == 1                   # −5% has a key head: the paper's threshold first
-    assert V.default_step(_steps([(95, 0), (95, 0), (95, 0), (30, 2), (20, 3)])) == 2
-    assert "holds" in V.finding(s, "m", [-0.1, -0.05, -0.02, -0.01]) and "40/100" in V.finding(s, "m", [-0.1, -0.01])
+    assert explorer_views.default_step(s) == 1                   # −5% has a key head: the paper's threshold first
+    assert explorer_views.default_step(_steps([(95, 0), (95, 0), (95, 0), (30, 2), (20, 3)])) == 2
+    assert "holds" in explorer_views.finding(s, "m", [-0.1, -0.05, -0.02, -0.01]) and "40/100" in explorer_views.finding(s, "m", [-0.1, -0.01])
     # a slider step's heads pass a mean threshold, not the key-head rule: never called key heads (not "1 key head
     # at -1%")
-    shown = [V.finding(s, "m", [-0.1, -0.01]), *V.step_labels(s).label, *V.knockout_table(s, "m").columns]
+    shown = [explorer_views.finding(s, "m", [-0.1, -0.01]), *explorer_views.step_labels(s).label, *explorer_views.knockout_table(s, "m").columns]
     assert not any("key head" in x for x in shown), shown
 
 
@@ -69,10 +69,10 @@ def _data(steps: pd.DataFrame, prompts=("1 + 2 =", "3 - 1 =", "x" * 200)) -> dic
 def test_explorer_chart_binds_prompt_slider_and_head_click():
     """Protects the page's interactivity contract: one dropdown over every prompt id, one slider over every step,
     a click selection on the heatmap's head names, and every view reading only embedded data."""
-    heads = X.head_steps(_effects(), [-0.1, -0.02, -0.01])
+    heads = methods_explorer.head_steps(_effects(), [-0.1, -0.02, -0.01])
     steps = _steps([(3, 0), (1, 1), (0, 2), (0, 3)], n=3)
     data = _data(steps)
-    spec = V.explorer_chart(data, heads, "m").to_dict()
+    spec = explorer_views.explorer_chart(data, heads, "m").to_dict()
     params = {p["name"]: p for p in spec["params"]}
     assert params["pid"]["bind"]["input"] == "select" and params["pid"]["bind"]["options"] == [0, 1, 2]
     assert max(len(x) for x in params["pid"]["bind"]["labels"]) <= 63          # long prompts shortened
@@ -111,14 +111,14 @@ def test_header_lines_are_whole_and_fit_the_chart():
     from arithmech.core.stats import wilson_interval
     steps = pd.DataFrame([(*r, r[5], *wilson_interval(r[4], r[5])) for r in rows],
                          columns=["step", "threshold", "heads", "n_heads", "correct", "n", "problems", "ci_low", "ci_high"])
-    lines = V.step_labels(steps)
+    lines = explorer_views.step_labels(steps)
     assert lines.groupby("step").size().nunique() == 1 and lines.groupby("step").size().iloc[0] >= 4
-    assert lines.label.str.len().max() <= V.HEADER_CHARS and not lines.label.str.contains("…").any()
-    loose = " ".join(lines[lines.step == 2].label).replace(V.NBSP, " ")
+    assert lines.label.str.len().max() <= explorer_views.HEADER_CHARS and not lines.label.str.contains("…").any()
+    loose = " ".join(lines[lines.step == 2].label).replace(explorer_views.NBSP, " ")
     assert all(f"head {n}" in loose for n in names) and "12 heads are past it" in loose
     assert "31/100 prompts (31%, 95% CI" in loose and "intact: the answer is top-1 on 90/100 prompts (90%" in loose
-    heads = X.head_steps(_effects(), [-0.1, -0.05, -0.01])
-    spec = V.explorer_chart(_data(steps.assign(step=steps.step)), heads, "m").to_dict()
+    heads = methods_explorer.head_steps(_effects(), [-0.1, -0.05, -0.01])
+    spec = explorer_views.explorer_chart(_data(steps.assign(step=steps.step)), heads, "m").to_dict()
     marks = [m for _, m in _texts(spec) if m.get("fontWeight") == 600 or m.get("baseline") == "top"]
     assert marks and not any("limit" in m for m in marks)
 
@@ -129,20 +129,20 @@ def test_the_view_states_its_rules_and_relays_out_on_every_update():
     a head, saying that none passes −5% (SmolLM2's −1% was silent) — and the answer-token rule of its prompts; and
     the chart re-lays itself out on every update (``autosize.resize``), without which vega kept the first layout's
     height and cut every attention row after the first when the slider added heads."""
-    heads = X.head_steps(_effects(), [-0.1, -0.05, -0.01])
+    heads = methods_explorer.head_steps(_effects(), [-0.1, -0.05, -0.01])
     at_paper = _steps([(95, 0), (95, 0), (40, 1), (30, 3)])
-    spec = V.explorer_chart(_data(at_paper), heads, "m").to_dict()
+    spec = explorer_views.explorer_chart(_data(at_paper), heads, "m").to_dict()
     assert spec["autosize"] == {"type": "pad", "resize": True}
     sub = " ".join(spec["title"]["subtitle"])
     assert "whole 95% interval of its path-patching effect lies below it" in sub
     assert "the slider starts at −5%, the paper's threshold" in sub
     assert "answer token: the prompt carries the answer's leading digits" in sub
     looser = _steps([(95, 0), (95, 0), (95, 0), (60, 2)])          # no head past −10% or −5%: the slider starts at −2%
-    sub = " ".join(V.explorer_chart(_data(looser), heads, "m").to_dict()["title"]["subtitle"])
+    sub = " ".join(explorer_views.explorer_chart(_data(looser), heads, "m").to_dict()["title"]["subtitle"])
     assert "the slider starts at −2%: no head is past the paper's −5% on this model" in sub
     none = _steps([(95, 0)] * 5)
-    assert "no head is past any threshold" in " ".join(V.rules_lines(none, "first"))
-    assert "the answer's first token" in " ".join(V.rules_lines(none, "first"))
+    assert "no head is past any threshold" in " ".join(explorer_views.rules_lines(none, "first"))
+    assert "the answer's first token" in " ".join(explorer_views.rules_lines(none, "first"))
 
 
 def test_the_knockout_says_its_means_are_pooled_not_identifys():
@@ -155,8 +155,8 @@ def test_the_knockout_says_its_means_are_pooled_not_identifys():
     from pathlib import Path
 
     from arithmech.methods import explorer
-    heads = X.head_steps(_effects(), [-0.1, -0.02, -0.01])
-    spec = json.dumps(V.explorer_chart(_data(_steps([(3, 0), (1, 1), (0, 2), (0, 3)], n=3)), heads, "m").to_dict())
+    heads = methods_explorer.head_steps(_effects(), [-0.1, -0.02, -0.01])
+    spec = json.dumps(explorer_views.explorer_chart(_data(_steps([(3, 0), (1, 1), (0, 2), (0, 3)], n=3)), heads, "m").to_dict())
     assert "heads past the threshold out (pooled X_c mean, END)" in spec
     assert ".pooled()" in inspect.getsource(explorer.knockout_means)
     page = (Path(__file__).resolve().parents[4] / "book" / "explorer.md").read_text()
