@@ -125,11 +125,12 @@ FINETUNE: tuple[Rule, ...] = (
         "per-item change minus base-shots' item by item, with an interval (over runs and the shared test items, ≥ 3 "
         "runs a point) above 0 on the primary math measure; does not hold iff every rate's lies at or below 0; "
         "inconclusive otherwise, and when leaving out any one grid point's runs gives the opposite verdict; not yet "
-        "run without a base-shots record; levels, collapse and runs as in precise-learns-math"
+        "run without a base-shots record; not testable on a suite with no base-shots control (no solved examples to "
+        "show before an item: the toy and planted suites); levels, collapse and runs as in precise-learns-math"
         + _CUT
         + _CROSSED
         + _FRONTIER,
-        version=2,
+        version=3,
         decider=precise_learns_beyond_format,
     ),
     Rule(

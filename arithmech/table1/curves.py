@@ -22,13 +22,10 @@ rule 1 |K|; rule 2 |K|·|F|; rule 3 |F| + |K| + 2·|K|·|F|; rule 4 |K|·|R|, fo
 full and the random arm). When every interval covers, no part is decided wrongly, and Kleene's combination of right
 or undecided parts is never wrong: each verdict, *holds* and *does not hold* alike, is wrong with probability at
 most 5 % — per row: the table's rows (rules, measures, comparisons) are not corrected against one another, so across
-its 24 rows some verdict is wrong more often than that. (The second version adjusted the parts a *some* reads and left
-the *every* inside it at each part's level, so "does not hold", a union over the inner parts, was not covered; rule 1's
-adjustment, by the second version, had no changelog line: it is named here.) Leave-one-rate-out re-decides at the
-**whole grid's** N (a point left out
-does not narrow the other intervals); it can still turn an undecided part into a decided verdict, since a point left
-out can be the one that kept a *some* or an *every* undecided, so only the **opposite** verdict makes a rule
-inconclusive. The frontier tops' interval (:func:`headline`) is shown at the same level.
+its 24 rows some verdict is wrong more often than that. Leave-one-rate-out re-decides at the **whole grid's** N (a
+point left out does not narrow the other intervals); it can still turn an undecided part into a decided verdict,
+since a point left out can be the one that kept a *some* or an *every* undecided, so only the **opposite** verdict
+makes a rule inconclusive. The frontier tops' interval (:func:`headline`) is shown at the same level.
 **Fifth version** (2026-11-28, every grid point still at one run): a point's mean and interval read **every** run,
 collapsed or not (intent to treat). The third version read the survivors only, so a point's mean was its surviving
 runs' and a full-SFT point whose collapsed runs counted as a cost (rule 3a) could also dominate a key point (3b) on
@@ -52,7 +49,6 @@ read under the seventh version's intervals.)
 **Ninth version** (2026-11-28, ninth session, after 79 SmolLM2 runs were read): rule 3 is decided on addition and
 subtraction apart as well as pooled, as the sentence below already said of every math rule (its part (b) reads the
 math gain); it had one row, on the pooled measure. The pooled row, the one the claim reads, is unchanged.
-
 **Tenth version** (2026-12-07, after all 149 SmolLM2 runs were read, so its verdicts are exploratory and the
 confirmation of :mod:`arithmech.table1` decides): (i) *some* and *every* range over each arm's **validation frontier**
 (:func:`~arithmech.table1.frontier.read`: the live points no other point of the arm beats on validation math and
@@ -97,6 +93,7 @@ from itertools import product
 import pandas as pd
 
 from arithmech.core.stats import crossed_interval
+from arithmech.evals.suites import get_suite
 from arithmech.table1.frontier import HOLDS as HOLDS  # the verdict words, re-exported: pages read C.HOLDS
 from arithmech.table1.frontier import (
     MIN_RUNS,
@@ -287,8 +284,13 @@ def _gate(c: Curves, arms: tuple[str, ...], claim: str = "") -> str | None:
     base-shots twin of rule 1 also reads the base-shots record on the math items."""
     if not c.scope[0]:
         return c.scope[1]
-    if claim == SHOTS and not has_shots(c):
-        return f"{NOT_RUN}: no base-shots record on {c.math} (python -m arithmech table1 runs it)"
+    if claim == SHOTS and not has_shots(c):  # a suite with no solved examples to show has no base-shots control
+        none = f"{UNTESTABLE}: the {c.suite} suite has no base-shots control (no solved examples to show)"
+        return (
+            none
+            if get_suite(c.suite).shots is None
+            else f"{NOT_RUN}: no base-shots record on {c.math} (table1 runs it)"
+        )
     missing = [a for a in arms if not c.points.get(a)]
     if missing:
         return f"{NOT_RUN}: no run of {', '.join(missing)}"

@@ -76,14 +76,16 @@ def heads_line(plan: dict) -> str:
 
 def arms(t: Table1Result | None, name: str, command: str) -> list:
     """One model's arms run, for a chapter other than this one (the planted model's): the heads each arm tuned, then
-    :func:`frontier` (the runs, each arm's frontier, the curve rules' verdicts); where ``t`` is None, the ``command``
-    that makes it."""
+    :func:`frontier` (the runs, each arm's frontier, the curve rules' verdicts), where each undecided verdict leans
+    and which arms' grids stop unbracketed (:func:`~arithmech.table1.views.leans_line`,
+    :func:`~arithmech.table1.views.ends_line`); where ``t`` is None, the ``command`` that makes it."""
     if t is None:
         return [markdown(f"**{name}: no arms run yet** (`{command}` makes it, and resumes where it stopped).")]
     if not t.plan.get("complete"):  # a run part-way: what it made, and no verdict
         return [markdown(f"**{name}: {len(t.runs)} runs made, the grid not complete** (`{command}` resumes it).")]
     rows = curve_rules.verdict_rows(curves_of(t))
-    return [markdown(heads_line(t.plan) + "."), *frontier(t, name, rows)]
+    notes = [markdown(x) for x in (views.leans_line(rows), views.ends_line(t)) if x]
+    return [markdown(heads_line(t.plan) + "."), *frontier(t, name, rows), *notes]
 
 
 def run(P: Any) -> Page:

@@ -141,6 +141,45 @@ def grid_frame(t: Table1Result) -> pd.DataFrame:
     )
 
 
+def ends_line(t: Table1Result) -> str | None:
+    """The arms whose single-rate choice sits at an end of their grid (``interior`` false in ``table1.json``), with the
+    grid's extensions: there the arm's highest validation math accuracy is the last rate the grid reached, so the
+    grid does not bracket the arm, and its frontier top is where the grid stopped. None where every choice is
+    interior."""
+    ends = []
+    for arm, a in t.plan["arms"].items():
+        if a.get("chosen_lr") is None or a.get("interior", True):
+            continue
+        g = sorted(a["grid"])
+        side = "highest" if a["chosen_lr"] == g[-1] else "lowest"
+        ends.append(
+            f"{arm} at {a['chosen_lr']:.0e}, the {side} of its {len(g)} rates ({a.get('extensions', 0)} extensions)"
+        )
+    if not ends:
+        return None
+    return (
+        "Highest validation math accuracy at the end of the arm's grid, so the grid does not bracket it and its "
+        "frontier top is where the grid stopped: " + "; ".join(ends) + "."
+    )
+
+
+def leans_line(rows: pd.DataFrame) -> str | None:
+    """Where an inconclusive verdict's estimate lies (``rows``: the curve rules' verdict rows, with ``estimate`` and
+    its interval at the rule's ``level``): which arm the difference favours, so that "inconclusive" says which way
+    the data lean; None where no inconclusive row of one difference has an estimate."""
+    out = []
+    for r in rows.to_dict("records"):
+        if r["verdict"] != "inconclusive" or pd.isna(r["estimate"]) or ";" in str(r["comparison"]):
+            continue  # a two-part rule (keeps general skills) has no one difference to lean
+        a, _, b = str(r["comparison"]).partition(" − ")
+        side = a if r["estimate"] > 0 else b
+        out.append(
+            f"{r['comparison']} on {r['measure']} {100 * r['estimate']:+.1f} points "
+            f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}] at {r['level']:.2%}, toward {side}"
+        )
+    return "Undecided, and where each estimate leans: " + "; ".join(out) + "." if out else None
+
+
 def base_vs_chance(t: Table1Result) -> pd.DataFrame:
     """The base model on every general measure: value with its 95% interval, items, chance, and whether
     the measure decides a rule (:func:`arithmech.table1.verdicts.deciding`); base-only measures too."""

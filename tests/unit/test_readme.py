@@ -22,10 +22,12 @@ MODELS = {"embedded": "The embedded model", "smollm2-135m": "SmolLM2-135M"}   # 
 
 
 def shipped() -> list[str]:
-    """The models whose results the repository tracks (``results/<model>/effects.csv`` in ``git ls-files``): the
-    README answers for these only, since only their sentences can be checked on a fresh clone (the embedded
-    model's results are made by ``make book``; its sentence opens the introduction)."""
-    out = subprocess.run(["git", "ls-files", "results/*/effects.csv"], cwd=REPO, capture_output=True, text=True)
+    """The models whose pipeline results the repository tracks (``results/<model>/analyze.json`` in ``git
+    ls-files``: identify's and analyze's files, which the claims table reads): the README answers for these only,
+    since only their sentences can be checked on a fresh clone (the embedded model's results are made by ``make
+    book``; its sentence opens the introduction; the planted model ships identify's ranking and its Table 1 only,
+    which its own chapter's rules read)."""
+    out = subprocess.run(["git", "ls-files", "results/*/analyze.json"], cwd=REPO, capture_output=True, text=True)
     if out.returncode != 0:
         pytest.skip("not a git work tree")
     return sorted({Path(p).parts[1] for p in out.stdout.split()})

@@ -1,0 +1,135 @@
+"""Whether the planted construction still holds after each run of the planted model's Table 1.
+
+Table 1's runs keep their scores, not their weights, and tuning trains the construction's fixed entries like any
+other. ``results/planted/construction/construction.py`` trains each run again from its record, checks that its test
+scores come out item for item as recorded, and measures the construction on it (its README says how); this module
+reads what it wrote. No rule decides it: the Planted chapter shows it beside the Table 1 verdicts, since a verdict
+about the movers speaks of a *tuned* model's circuit only where the construction still holds (the ``planted-table1``
+design).
+
+    >>> c = Construction.made()
+    >>> c.runs["precise-key-s0-lr3e-07"]["holds"]
+    >>> table(c, t)          # t: the planted model's Table1Result
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from arithmech.core.results import ResultsError
+from arithmech.table1 import frontier
+from arithmech.table1.result import Table1Result
+
+CONSTRUCTION = Path(__file__).resolve().parents[2] / "results" / "planted" / "construction"
+"""Where the construction check is shipped."""
+
+
+@dataclass(frozen=True)
+class Construction:
+    """``construction.json``: ``bounds`` (the largest forbidden attention and non-planted output change under which
+    the construction *holds*) and ``runs`` (a run's tag → its arm, rate, seed, draw, ``reproduced``, the fixed
+    entries' largest deviation, ``forbidden_attention_max`` per role, ``nonplanted_output_change_max``, ``holds``)."""
+
+    bounds: dict
+    runs: dict[str, dict]
+
+    @classmethod
+    def made(cls, folder: str | Path = CONSTRUCTION) -> Construction | None:
+        """The check in ``folder``, or None where it was not made."""
+        path = Path(folder) / "construction.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        return cls(bounds=data["bounds"], runs=data["runs"])
+
+
+def _checked(c: Construction, t: Table1Result) -> dict[str, dict]:
+    """``c``'s runs of ``t``'s plan, refused unless it covers every one (a check made on another grid is no check).
+    Records the plan no longer names (a frontier seed of an earlier plan's top) may be in ``c``: no rule reads them,
+    and neither does this."""
+    tags = {tag for arm in t.plan["arms"] for tag in t.arm_tags(arm) if arm not in ("base", "base-shots")}
+    missing = sorted(tags - set(c.runs))
+    if missing:
+        raise ResultsError(
+            f"construction.json misses {len(missing)} runs of table1.json ({', '.join(missing[:3])}): run "
+            "results/planted/construction/construction.py again"
+        )
+    return {tag: c.runs[tag] for tag in sorted(tags)}
+
+
+def unread(c: Construction, t: Table1Result) -> list[str]:
+    """The checked runs that ``t``'s plan does not name (records of an earlier plan, read by no rule)."""
+    return sorted(set(c.runs) - set(_checked(c, t)))
+
+
+def table(c: Construction, t: Table1Result) -> pd.DataFrame:
+    """Per arm and rate: runs, how many reproduce their recorded test scores, how many keep the construction, the
+    mean gain on the suite's primary math measure with its 95 % crossed interval over runs and test items (where the
+    point has the 3 runs a rule reads; :func:`arithmech.table1.frontier.gain`), the largest forbidden attention (any
+    role) and the largest non-planted output change over the runs."""
+    checked = _checked(c, t)
+    curves = frontier.curves_of(t)
+    points = {(arm, p.lr): p for arm, ps in curves.points.items() for p in ps}
+    rows: dict[tuple[str, float], list[dict]] = {}
+    for r in checked.values():
+        rows.setdefault((r["arm"], r["lr"]), []).append(r)
+    out = []
+    for (arm, lr), rs in sorted(rows.items(), key=lambda kv: (list(t.plan["arms"]).index(kv[0][0]), kv[0][1])):
+        p = points[(arm, lr)]
+        runs = p.math[curves.math]
+        lo, hi = frontier.gain(p, curves.math)
+        out.append(
+            {
+                "arm": arm,
+                "rate": f"{lr:.0e}",
+                "runs": len(rs),
+                "reproduced": sum(r["reproduced"] for r in rs),
+                "construction holds": sum(r["holds"] for r in rs),
+                f"{curves.math} gain, points": f"{100 * sum(runs) / len(runs):+.1f}"
+                + (f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""),
+                "forbidden attention, max": f"{max(max(r['forbidden_attention_max'].values()) for r in rs):.2g}",
+                "non-planted output change, max": f"{max(r['nonplanted_output_change_max'] for r in rs):.2g}",
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def line(c: Construction, t: Table1Result) -> str:
+    """How many runs reproduce and keep the construction; per arm, the lowest rate of a run that broke it and the
+    largest mean gain (primary math measure) over the rates where every run kept it."""
+    runs = _checked(c, t)
+    n, same, kept = len(runs), sum(r["reproduced"] for r in runs.values()), sum(r["holds"] for r in runs.values())
+    curves = frontier.curves_of(t)
+    parts = []
+    for arm, ps in curves.points.items():
+        by_rate = {p.lr: [runs[tag]["holds"] for tag in p.tags] for p in ps}
+        broke = min((lr for lr, h in by_rate.items() if not all(h)), default=None)
+        whole = [p for p in ps if all(by_rate[p.lr])]
+        best = max(whole, key=lambda p: sum(p.math[curves.math]) / p.n, default=None)
+        parts.append(
+            f"{arm}: "
+            + (f"broken in some run from {broke:.0e}" if broke is not None else "kept in every run")
+            + (
+                f", largest mean gain where every run keeps it {100 * sum(best.math[curves.math]) / best.n:+.1f} "
+                f"points ({best.lr:.0e}, {best.n} runs)"
+                if best is not None
+                else ", broken at every rate"
+            )
+        )
+    extra = unread(c, t)
+    return (
+        f"Trained again from their records, {same} of {n} runs reproduce their test scores item for item. The "
+        f"construction holds (forbidden attention at most {c.bounds['forbidden_attention']:g}, non-planted output "
+        f"change at most {c.bounds['nonplanted_output_change']:g}) after {kept} of {n} runs. On {curves.math}: "
+        + "; ".join(parts)
+        + "."
+        + (
+            f" {len(extra)} records of an earlier plan, which no rule reads, are checked too: {', '.join(extra)}."
+            if extra
+            else ""
+        )
+    )
