@@ -21,8 +21,11 @@ from pathlib import Path
 import pandas as pd
 
 from arithmech.core.results import ResultsError
+from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import frontier
 from arithmech.table1.result import Table1Result
+
+ATTN = "forbidden_attention"
 
 CONSTRUCTION = Path(__file__).resolve().parents[2] / "results" / "planted" / "construction"
 """Where the construction check is shipped."""
@@ -69,8 +72,9 @@ def unread(c: Construction, t: Table1Result) -> list[str]:
 def table(c: Construction, t: Table1Result) -> pd.DataFrame:
     """Per arm and rate: runs, how many reproduce their recorded test scores, how many keep the construction, the
     mean gain on the suite's primary math measure with its 95 % crossed interval over runs and test items (where the
-    point has the 3 runs a rule reads; :func:`arithmech.table1.frontier.gain`), the largest forbidden attention (any
-    role) and the largest non-planted output change over the runs."""
+    point has the 3 runs a rule reads and did not collapse; :func:`arithmech.table1.frontier.gain`), the largest
+    forbidden attention, the roles (blind, off, composer) that attend to a forbidden token in some run, and the
+    largest non-planted output change over the runs."""
     checked = _checked(c, t)
     curves = frontier.curves_of(t)
     points = {(arm, p.lr): p for arm, ps in curves.points.items() for p in ps}
@@ -82,6 +86,7 @@ def table(c: Construction, t: Table1Result) -> pd.DataFrame:
         p = points[(arm, lr)]
         runs = p.math[curves.math]
         lo, hi = frontier.gain(p, curves.math)
+        roles = sorted({role for r in rs for role, a in r["forbidden_attention_max"].items() if a > c.bounds[ATTN]})
         out.append(
             {
                 "arm": arm,
@@ -90,8 +95,10 @@ def table(c: Construction, t: Table1Result) -> pd.DataFrame:
                 "reproduced": sum(r["reproduced"] for r in rs),
                 "construction holds": sum(r["holds"] for r in rs),
                 f"{curves.math} gain, points": f"{100 * sum(runs) / len(runs):+.1f}"
-                + (f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""),
+                + (f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else "")
+                + (" (collapsed: no interval)" if p.gone else ""),
                 "forbidden attention, max": f"{max(max(r['forbidden_attention_max'].values()) for r in rs):.2g}",
+                "roles attending where forbidden": ", ".join(roles) or "none",
                 "non-planted output change, max": f"{max(r['nonplanted_output_change_max'] for r in rs):.2g}",
             }
         )
@@ -99,8 +106,9 @@ def table(c: Construction, t: Table1Result) -> pd.DataFrame:
 
 
 def line(c: Construction, t: Table1Result) -> str:
-    """How many runs reproduce and keep the construction; per arm, the lowest rate of a run that broke it and the
-    largest mean gain (primary math measure) over the rates where every run kept it."""
+    """How many runs reproduce and keep the construction; per arm, the lowest rate of a run that broke it (and how
+    many runs keep it from there on) and the largest mean gain (primary math measure) over the rates where every run
+    kept it."""
     runs = _checked(c, t)
     n, same, kept = len(runs), sum(r["reproduced"] for r in runs.values()), sum(r["holds"] for r in runs.values())
     curves = frontier.curves_of(t)
@@ -108,11 +116,18 @@ def line(c: Construction, t: Table1Result) -> str:
     for arm, ps in curves.points.items():
         by_rate = {p.lr: [runs[tag]["holds"] for tag in p.tags] for p in ps}
         broke = min((lr for lr, h in by_rate.items() if not all(h)), default=None)
+        after = [h for lr, hs in by_rate.items() if broke is not None and lr >= broke for h in hs]
         whole = [p for p in ps if all(by_rate[p.lr])]
         best = max(whole, key=lambda p: sum(p.math[curves.math]) / p.n, default=None)
         parts.append(
             f"{arm}: "
-            + (f"broken in some run from {broke:.0e}" if broke is not None else "kept in every run")
+            + (
+                "kept in every run"
+                if broke is None
+                else f"broken in every run from {broke:.0e}"
+                if not any(after)
+                else f"broken from {broke:.0e} on, kept in {sum(after)} of {len(after)} runs there"
+            )
             + (
                 f", largest mean gain where every run keeps it {100 * sum(best.math[curves.math]) / best.n:+.1f} "
                 f"points ({best.lr:.0e}, {best.n} runs)"
@@ -133,3 +148,34 @@ def line(c: Construction, t: Table1Result) -> str:
             else ""
         )
     )
+
+
+def verdicts_line(c: Construction, t: Table1Result) -> str | None:
+    """For each verdict the rules decided (holds / does not hold: the curve rules' verdict rows), the frontier
+    top of each arm it compares (:func:`arithmech.table1.frontier.top`), how many of that point's runs keep the
+    construction, the command its records were made by, and the rule's verdict with that point's runs left out.
+    None where no row is decided."""
+    runs, curves = _checked(c, t), frontier.curves_of(t)
+    out = []
+    for r in curve_rules.verdict_rows(curves).to_dict("records"):
+        if r["verdict"] not in ("holds", "does not hold"):
+            continue
+        tops = []
+        for arm in (a for a in str(r["comparison"]).split(" − ") if a in curves.points):
+            p = frontier.top(curves, arm, r["measure"])
+            if p is None:
+                continue
+            made = sorted({t.runs[tag]["command"] for tag in p.tags})
+            left = curve_rules.verdict_rows(curves.without(arm, p.lr))
+            same = left[
+                (left.claim == r["claim"]) & (left.comparison == r["comparison"]) & (left.measure == r["measure"])
+            ]
+            tops.append(
+                f"{arm}'s frontier top at {p.lr:.0e}, where {sum(runs[tag]['holds'] for tag in p.tags)} of {p.n} runs "
+                "keep the construction, its records made by "
+                + " and ".join(f"`{m}`" for m in made)
+                + (f"; with that point's runs left out the rule reads {same.verdict.iloc[0]}" if len(same) else "")
+            )
+        if tops:
+            out.append(f"*{r['claim']}* {r['verdict']} ({r['comparison']}) reads " + "; ".join(tops))
+    return "Each decided verdict, and the runs it rests on: " + " — ".join(out) + "." if out else None

@@ -59,7 +59,8 @@ DESIGN = (
     "precise grid can reach 3e-3 (9e-6, 3e-5, 1e-4, 3e-4, 9e-4, 3e-3 above 3e-6), a grid step below 1e-2, where the "
     "exploration's 320-step check saw precise SFT of the movers break the construction. Version 6, text only: a record "
     "an earlier plan named and a later plan does not (version 4's extra seeds at its precise frontier top, 1e-4: "
-    "precise-key and precise-share seeds 3 and 4) stays in the folder, and no rule reads it"
+    "precise-key and precise-share seeds 3 and 4) stays in the folder, and no rule reads it. Version 7, text only: "
+    "version 5's entry corrected (see the changelog)"
 )
 
 

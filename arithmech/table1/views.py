@@ -172,12 +172,13 @@ def leans_line(rows: pd.DataFrame) -> str | None:
         if r["verdict"] != "inconclusive" or pd.isna(r["estimate"]) or ";" in str(r["comparison"]):
             continue  # a two-part rule (keeps general skills) has no one difference to lean
         a, _, b = str(r["comparison"]).partition(" − ")
-        side = a if r["estimate"] > 0 else b
+        side = "no side (0)" if r["estimate"] == 0 else f"{a if r['estimate'] > 0 else b}'s side"
+        covers = " (the interval covers 0)" if r["ci_low"] <= 0 <= r["ci_high"] else ""
         out.append(
             f"{r['comparison']} on {r['measure']} {100 * r['estimate']:+.1f} points "
-            f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}] at {r['level']:.2%}, toward {side}"
+            f"[{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}] at {r['level']:.2%}: the estimate on {side}{covers}"
         )
-    return "Undecided, and where each estimate leans: " + "; ".join(out) + "." if out else None
+    return "Undecided, and where each single difference's estimate lies: " + "; ".join(out) + "." if out else None
 
 
 def base_vs_chance(t: Table1Result) -> pd.DataFrame:

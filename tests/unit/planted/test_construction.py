@@ -86,6 +86,8 @@ def test_shipped_check_against_the_records():
         assert r["phrasings gain, points"].startswith(f"{mean:+.1f}")
     kept = sum(c.runs[tag]["holds"] for tag in t.runs)
     assert f"after {kept} of {len(t.runs)} runs" in construction.line(c, t)
+    decided = construction.verdicts_line(c, t)
+    assert decided is None or "with that point's runs left out the rule reads" in decided
 
 
 def test_leans_line():
@@ -100,7 +102,9 @@ def test_leans_line():
          "estimate": -0.07, "ci_low": -2.8, "ci_high": 2.7, "level": 0.999},
     ])  # fmt: skip
     assert views.leans_line(rows) == (
-        "Undecided, and where each estimate leans: precise-key − precise-random on phrasings -15.4 points "
-        "[-42.4, +11.6] at 99.94%, toward precise-random."
+        "Undecided, and where each single difference's estimate lies: precise-key − precise-random on phrasings "
+        "-15.4 points [-42.4, +11.6] at 99.94%: the estimate on precise-random's side (the interval covers 0)."
     )
+    tie = rows.iloc[:1].assign(estimate=0.0, ci_low=0.01, ci_high=0.02)
+    assert views.leans_line(tie).endswith("+0.0 points [+1.0, +2.0] at 99.94%: the estimate on no side (0).")
     assert views.leans_line(rows.iloc[1:2]) is None
