@@ -105,6 +105,51 @@ def table(c: Construction, t: Table1Result) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def best_kept(c: Construction, t: Table1Result) -> dict[str, tuple[frontier.Point, float, float | None, float | None]]:
+    """Per arm, its point of largest mean gain (primary math measure) among the rates where every run kept the
+    construction: ``(point, mean, lo, hi)``, the interval the 95 % crossed one over runs and test items (None where
+    the point decides nothing); arms broken at every rate are left out."""
+    runs, curves = _checked(c, t), frontier.curves_of(t)
+    out = {}
+    for arm, ps in curves.points.items():
+        whole = [p for p in ps if all(runs[tag]["holds"] for tag in p.tags)]
+        best = max(whole, key=lambda p: sum(p.math[curves.math]) / p.n, default=None)
+        if best is not None:
+            out[arm] = (best, sum(best.math[curves.math]) / best.n, *frontier.gain(best, curves.math))
+    return out
+
+
+def _gain(best: tuple) -> str:
+    p, mean, lo, hi = best
+    ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""
+    return f"{100 * mean:+.1f} points{ci} ({p.lr:.0e}, {p.n} runs)"
+
+
+def summary(c: Construction, t: Table1Result) -> str:
+    """The chapter's opening line on Table 1: per arm the largest gain where the construction held in every run (with
+    its 95 % interval), and each decided verdict with how many runs of the point it rests on keep the construction."""
+    kept = best_kept(c, t)
+    runs, curves = _checked(c, t), frontier.curves_of(t)
+    gains = "; ".join(f"{arm}{' (the movers)' if arm == 'precise-key' else ''} {_gain(b)}" for arm, b in kept.items())
+    decided = []
+    for r in curve_rules.verdict_rows(curves).to_dict("records"):
+        if r["verdict"] in ("holds", "does not hold"):
+            for arm in (a for a in str(r["comparison"]).split(" − ") if a in curves.points):
+                p = frontier.top(curves, arm, r["measure"])
+                if p is not None:
+                    k = sum(runs[tag]["holds"] for tag in p.tags)
+                    decided.append(
+                        f"*{r['claim']}* {r['verdict']} at {arm} {p.lr:.0e}, where {k} of {p.n} runs keep it"
+                    )
+    return (
+        f"**Table 1 on this model** (exploration, {len(runs)} runs; its section below): the largest mean gain on "
+        f"{curves.math} where every run keeps the construction (a maximum over each arm's rates, picked after the "
+        f"fact; that point's 95 % interval over runs and test items): {gains}"
+        + (". Decided: " + "; ".join(decided) if decided else "; no verdict decided")
+        + "."
+    )
+
+
 def line(c: Construction, t: Table1Result) -> str:
     """How many runs reproduce and keep the construction; per arm, the lowest rate of a run that broke it (and how
     many runs keep it from there on) and the largest mean gain (primary math measure) over the rates where every run
@@ -117,8 +162,7 @@ def line(c: Construction, t: Table1Result) -> str:
         by_rate = {p.lr: [runs[tag]["holds"] for tag in p.tags] for p in ps}
         broke = min((lr for lr, h in by_rate.items() if not all(h)), default=None)
         after = [h for lr, hs in by_rate.items() if broke is not None and lr >= broke for h in hs]
-        whole = [p for p in ps if all(by_rate[p.lr])]
-        best = max(whole, key=lambda p: sum(p.math[curves.math]) / p.n, default=None)
+        best = best_kept(c, t).get(arm)
         parts.append(
             f"{arm}: "
             + (
@@ -128,12 +172,7 @@ def line(c: Construction, t: Table1Result) -> str:
                 if not any(after)
                 else f"broken from {broke:.0e} on, kept in {sum(after)} of {len(after)} runs there"
             )
-            + (
-                f", largest mean gain where every run keeps it {100 * sum(best.math[curves.math]) / best.n:+.1f} "
-                f"points ({best.lr:.0e}, {best.n} runs)"
-                if best is not None
-                else ", broken at every rate"
-            )
+            + (f", largest mean gain where every run keeps it {_gain(best)}" if best else ", broken at every rate")
         )
     extra = unread(c, t)
     return (

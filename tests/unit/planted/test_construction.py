@@ -108,3 +108,22 @@ def test_leans_line():
     tie = rows.iloc[:1].assign(estimate=0.0, ci_low=0.01, ci_high=0.02)
     assert views.leans_line(tie).endswith("+0.0 points [+1.0, +2.0] at 99.94%: the estimate on no side (0).")
     assert views.leans_line(rows.iloc[1:2]) is None
+
+
+def test_best_kept_against_the_records():
+    """Protects the opening line's numbers: per arm, the point best_kept names has every run keeping the construction,
+    its mean is the mean of the records' own paired deltas there, and no rate of the arm where every run keeps the
+    construction has a larger mean (the maximum, computed from the records directly)."""
+    t = Table1Result.made(ROOT / "results" / "planted")
+    c = construction.Construction.made()
+    assert t is not None and c is not None
+    by: dict[tuple[str, float], list[str]] = {}
+    for tag, rec in t.runs.items():
+        by.setdefault((rec["parameters"]["arm"], rec["parameters"]["lr"]), []).append(tag)
+    for arm, (p, mean, _, _) in construction.best_kept(c, t).items():
+        kept = {lr: tags for (a, lr), tags in by.items() if a == arm and all(c.runs[x]["holds"] for x in tags)}
+        means = {
+            lr: sum(t.runs[x]["delta"]["phrasings"]["delta"] for x in tags) / len(tags) for lr, tags in kept.items()
+        }
+        assert p.lr in kept and mean == pytest.approx(means[p.lr]) and mean == pytest.approx(max(means.values()))
+    assert construction.summary(c, t).startswith(f"**Table 1 on this model** (exploration, {len(t.runs)} runs;")
