@@ -25,8 +25,6 @@ from arithmech.table1 import curves as curve_rules
 from arithmech.table1 import frontier
 from arithmech.table1.result import Table1Result
 
-ATTN = "forbidden_attention"
-
 CONSTRUCTION = Path(__file__).resolve().parents[2] / "results" / "planted" / "construction"
 """Where the construction check is shipped."""
 
@@ -54,14 +52,13 @@ def _checked(c: Construction, t: Table1Result) -> dict[str, dict]:
     """``c``'s runs of ``t``'s plan, refused unless it covers every one (a check made on another grid is no check).
     Records the plan no longer names (a frontier seed of an earlier plan's top) may be in ``c``: no rule reads them,
     and neither does this."""
-    tags = {tag for arm in t.plan["arms"] for tag in t.arm_tags(arm) if arm not in ("base", "base-shots")}
-    missing = sorted(tags - set(c.runs))
+    missing = sorted(set(t.runs) - set(c.runs))  # t.runs: every run the plan names
     if missing:
         raise ResultsError(
             f"construction.json misses {len(missing)} runs of table1.json ({', '.join(missing[:3])}): run "
             "results/planted/construction/construction.py again"
         )
-    return {tag: c.runs[tag] for tag in sorted(tags)}
+    return {tag: c.runs[tag] for tag in sorted(t.runs)}
 
 
 def unread(c: Construction, t: Table1Result) -> list[str]:
@@ -84,9 +81,9 @@ def table(c: Construction, t: Table1Result) -> pd.DataFrame:
     out = []
     for (arm, lr), rs in sorted(rows.items(), key=lambda kv: (list(t.plan["arms"]).index(kv[0][0]), kv[0][1])):
         p = points[(arm, lr)]
-        runs = p.math[curves.math]
         lo, hi = frontier.gain(p, curves.math)
-        roles = sorted({role for r in rs for role, a in r["forbidden_attention_max"].items() if a > c.bounds[ATTN]})
+        bound = c.bounds["forbidden_attention"]
+        roles = sorted({role for r in rs for role, a in r["forbidden_attention_max"].items() if a > bound})
         out.append(
             {
                 "arm": arm,
@@ -94,7 +91,7 @@ def table(c: Construction, t: Table1Result) -> pd.DataFrame:
                 "runs": len(rs),
                 "reproduced": sum(r["reproduced"] for r in rs),
                 "construction holds": sum(r["holds"] for r in rs),
-                f"{curves.math} gain, points": f"{100 * sum(runs) / len(runs):+.1f}"
+                f"{curves.math} gain, points": f"{100 * p.mean(curves.math):+.1f}"
                 + (f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else "")
                 + (" (collapsed: no interval)" if p.gone else ""),
                 "forbidden attention, max": f"{max(max(r['forbidden_attention_max'].values()) for r in rs):.2g}",
@@ -113,9 +110,9 @@ def best_kept(c: Construction, t: Table1Result) -> dict[str, tuple[frontier.Poin
     out = {}
     for arm, ps in curves.points.items():
         whole = [p for p in ps if all(runs[tag]["holds"] for tag in p.tags)]
-        best = max(whole, key=lambda p: sum(p.math[curves.math]) / p.n, default=None)
+        best = max(whole, key=lambda p: p.mean(curves.math), default=None)
         if best is not None:
-            out[arm] = (best, sum(best.math[curves.math]) / best.n, *frontier.gain(best, curves.math))
+            out[arm] = (best, best.mean(curves.math), *frontier.gain(best, curves.math))
     return out
 
 
@@ -125,25 +122,33 @@ def _gain(best: tuple) -> str:
     return f"{100 * mean:+.1f} points{ci} ({p.lr:.0e}, {p.n} runs)"
 
 
-def summary(c: Construction, t: Table1Result) -> str:
-    """The chapter's opening line on Table 1: per arm the largest gain where the construction held in every run (with
-    its 95 % interval), and each decided verdict with how many runs of the point it rests on keep the construction."""
-    kept = best_kept(c, t)
+def _decided_tops(c: Construction, t: Table1Result) -> list[tuple[int, dict, frontier.Point, int]]:
+    """For each verdict the rules decided (holds / does not hold: the curve rules' verdict rows), the frontier top of
+    each arm it compares (:func:`arithmech.table1.frontier.top`) and how many of that point's runs keep the
+    construction: ``(row number, row, point, kept)``."""
     runs, curves = _checked(c, t), frontier.curves_of(t)
-    gains = "; ".join(f"{arm}{' (the movers)' if arm == 'precise-key' else ''} {_gain(b)}" for arm, b in kept.items())
-    decided = []
-    for r in curve_rules.verdict_rows(curves).to_dict("records"):
+    out = []
+    for i, r in enumerate(curve_rules.verdict_rows(curves).to_dict("records")):
         if r["verdict"] in ("holds", "does not hold"):
             for arm in (a for a in str(r["comparison"]).split(" − ") if a in curves.points):
                 p = frontier.top(curves, arm, r["measure"])
                 if p is not None:
-                    k = sum(runs[tag]["holds"] for tag in p.tags)
-                    decided.append(
-                        f"*{r['claim']}* {r['verdict']} at {arm} {p.lr:.0e}, where {k} of {p.n} runs keep it"
-                    )
+                    out.append((i, r, p, sum(runs[tag]["holds"] for tag in p.tags)))
+    return out
+
+
+def summary(c: Construction, t: Table1Result) -> str:
+    """The chapter's opening line on Table 1: per arm the largest gain where the construction held in every run (with
+    its 95 % interval), and each decided verdict with how many runs of the point it rests on keep the construction."""
+    kept, math = best_kept(c, t), frontier.curves_of(t).math
+    gains = "; ".join(f"{arm}{' (the movers)' if arm == 'precise-key' else ''} {_gain(b)}" for arm, b in kept.items())
+    decided = [
+        f"*{r['claim']}* {r['verdict']} at {p.arm} {p.lr:.0e}, where {k} of {p.n} runs keep it"
+        for _, r, p, k in _decided_tops(c, t)
+    ]
     return (
-        f"**Table 1 on this model** (exploration, {len(runs)} runs; its section below): the largest mean gain on "
-        f"{curves.math} where every run keeps the construction (a maximum over each arm's rates, picked after the "
+        f"**Table 1 on this model** (exploration, {len(t.runs)} runs; its section below): the largest mean gain on "
+        f"{math} where every run keeps the construction (a maximum over each arm's rates, picked after the "
         f"fact; that point's 95 % interval over runs and test items): {gains}"
         + (". Decided: " + "; ".join(decided) if decided else "; no verdict decided")
         + "."
@@ -156,13 +161,13 @@ def line(c: Construction, t: Table1Result) -> str:
     kept it."""
     runs = _checked(c, t)
     n, same, kept = len(runs), sum(r["reproduced"] for r in runs.values()), sum(r["holds"] for r in runs.values())
-    curves = frontier.curves_of(t)
+    curves, kept_best = frontier.curves_of(t), best_kept(c, t)
     parts = []
     for arm, ps in curves.points.items():
         by_rate = {p.lr: [runs[tag]["holds"] for tag in p.tags] for p in ps}
         broke = min((lr for lr, h in by_rate.items() if not all(h)), default=None)
         after = [h for lr, hs in by_rate.items() if broke is not None and lr >= broke for h in hs]
-        best = best_kept(c, t).get(arm)
+        best = kept_best.get(arm)
         parts.append(
             f"{arm}: "
             + (
@@ -194,27 +199,16 @@ def verdicts_line(c: Construction, t: Table1Result) -> str | None:
     top of each arm it compares (:func:`arithmech.table1.frontier.top`), how many of that point's runs keep the
     construction, the command its records were made by, and the rule's verdict with that point's runs left out.
     None where no row is decided."""
-    runs, curves = _checked(c, t), frontier.curves_of(t)
-    out = []
-    for r in curve_rules.verdict_rows(curves).to_dict("records"):
-        if r["verdict"] not in ("holds", "does not hold"):
-            continue
-        tops = []
-        for arm in (a for a in str(r["comparison"]).split(" − ") if a in curves.points):
-            p = frontier.top(curves, arm, r["measure"])
-            if p is None:
-                continue
-            made = sorted({t.runs[tag]["command"] for tag in p.tags})
-            left = curve_rules.verdict_rows(curves.without(arm, p.lr))
-            same = left[
-                (left.claim == r["claim"]) & (left.comparison == r["comparison"]) & (left.measure == r["measure"])
-            ]
-            tops.append(
-                f"{arm}'s frontier top at {p.lr:.0e}, where {sum(runs[tag]['holds'] for tag in p.tags)} of {p.n} runs "
-                "keep the construction, its records made by "
-                + " and ".join(f"`{m}`" for m in made)
-                + (f"; with that point's runs left out the rule reads {same.verdict.iloc[0]}" if len(same) else "")
-            )
-        if tops:
-            out.append(f"*{r['claim']}* {r['verdict']} ({r['comparison']}) reads " + "; ".join(tops))
+    curves = frontier.curves_of(t)
+    by_row: dict[int, tuple[dict, list[str]]] = {}  # one entry per decided row, its tops in order
+    for i, r, p, k in _decided_tops(c, t):
+        made = sorted({t.runs[tag]["command"] for tag in p.tags})
+        left = curve_rules.verdict_rows(curves.without(p.arm, p.lr))
+        same = left[(left.claim == r["claim"]) & (left.comparison == r["comparison"]) & (left.measure == r["measure"])]
+        by_row.setdefault(i, (r, []))[1].append(
+            f"{p.arm}'s frontier top at {p.lr:.0e}, where {k} of {p.n} runs keep the construction, its records made by "
+            + " and ".join(f"`{m}`" for m in made)
+            + (f"; with that point's runs left out the rule reads {same.verdict.iloc[0]}" if len(same) else "")
+        )
+    out = [f"*{r['claim']}* {r['verdict']} ({r['comparison']}) reads " + "; ".join(tops) for r, tops in by_row.values()]
     return "Each decided verdict, and the runs it rests on: " + " — ".join(out) + "." if out else None

@@ -23,6 +23,7 @@ from arithmech.embedded import planted as planted_model
 from arithmech.planted import rules as planted_rules
 from arithmech.planted import run as step
 from arithmech.planted.config import Chapter
+from arithmech.planted.table1_rules import MAX_EXTEND
 
 NAMES = {
     "identify-paper": "identify's key heads (paper's rule)",
@@ -34,7 +35,7 @@ NAMES = {
 
 
 TABLE1_COMMAND = (
-    "python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-steps 1280 --max-extend 6"
+    f"python -m arithmech table1 --model planted --suite planted --top-k 3 --curve-steps 1280 --max-extend {MAX_EXTEND}"
 )
 """What makes the planted model's Table 1 (``results/planted/finetune/``): the Fine-tune chapter's arms and rules on the
 ``planted`` suite (:mod:`arithmech.evals.suites`), precise SFT of identify's three key heads."""

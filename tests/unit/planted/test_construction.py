@@ -18,8 +18,11 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def plan_result(arms: dict) -> Table1Result:
-    """A Table1Result holding only a plan (the check and the line read nothing else)."""
-    return Table1Result(plan={"arms": arms}, base={}, shots=None, runs={}, curve=None, folder=Path("."))
+    """A Table1Result holding a plan and, as :meth:`Table1Result.load` makes it, one (empty) record per run the plan
+    names (the check reads the runs' tags, the grid-end line the plan)."""
+    tags = [row["tag"] for a in arms.values() for row in a.get("grid_rows", [])]
+    return Table1Result(plan={"arms": arms}, base={}, shots=None, runs=dict.fromkeys(tags, {}), curve=None,
+                        folder=Path("."))  # fmt: skip
 
 
 def run(arm: str, lr: float, holds: bool, attention: float, change: float, reproduced: bool = True) -> dict:
